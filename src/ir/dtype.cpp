@@ -1,0 +1,95 @@
+#include "ir/dtype.hpp"
+
+#include <cstring>
+
+namespace orchid {
+
+std::size_t dtype_size(DType dtype) {
+  switch (dtype) {
+    case DType::F32: return 4;
+    case DType::F16: return 2;
+    case DType::F64: return 8;
+    case DType::I64: return 8;
+    case DType::I32: return 4;
+    case DType::I8: return 1;
+    case DType::U8: return 1;
+    case DType::Bool: return 1;
+  }
+  return 0;
+}
+
+std::string_view dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::F32: return "f32";
+    case DType::F16: return "f16";
+    case DType::F64: return "f64";
+    case DType::I64: return "i64";
+    case DType::I32: return "i32";
+    case DType::I8: return "i8";
+    case DType::U8: return "u8";
+    case DType::Bool: return "bool";
+  }
+  return "?";
+}
+
+bool is_float(DType dtype) {
+  return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::F64;
+}
+
+bool is_integer(DType dtype) {
+  return dtype == DType::I64 || dtype == DType::I32 || dtype == DType::I8 || dtype == DType::U8;
+}
+
+float half_to_float(std::uint16_t h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  std::uint32_t exponent = (h >> 10) & 0x1fu;
+  std::uint32_t mantissa = h & 0x3ffu;
+  std::uint32_t bits;
+  if (exponent == 0) {
+    if (mantissa == 0) {
+      bits = sign;
+    } else {  // subnormal: normalise
+      exponent = 127 - 15 + 1;
+      while ((mantissa & 0x400u) == 0) {
+        mantissa <<= 1;
+        --exponent;
+      }
+      mantissa &= 0x3ffu;
+      bits = sign | (exponent << 23) | (mantissa << 13);
+    }
+  } else if (exponent == 0x1f) {
+    bits = sign | 0x7f800000u | (mantissa << 13);
+  } else {
+    bits = sign | ((exponent + 127 - 15) << 23) | (mantissa << 13);
+  }
+  float out;
+  std::memcpy(&out, &bits, sizeof out);
+  return out;
+}
+
+std::uint16_t float_to_half(float value) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  const std::uint16_t sign = static_cast<std::uint16_t>((bits >> 16) & 0x8000u);
+  const std::uint32_t abs = bits & 0x7fffffffu;
+  if (abs >= 0x7f800000u) {  // inf or nan
+    return static_cast<std::uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u));
+  }
+  if (abs >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // overflow
+  if (abs < 0x38800000u) {  // subnormal or zero in half
+    if (abs < 0x33000000u) return sign;
+    const std::uint32_t shift = 113 - (abs >> 23);
+    std::uint32_t mantissa = (abs & 0x7fffffu) | 0x800000u;
+    std::uint32_t half = mantissa >> (shift + 13);
+    const std::uint32_t rest = mantissa & ((1u << (shift + 13)) - 1);
+    const std::uint32_t halfway = 1u << (shift + 12);
+    if (rest > halfway || (rest == halfway && (half & 1u))) ++half;
+    return static_cast<std::uint16_t>(sign | half);
+  }
+  std::uint32_t half = ((abs >> 13) - (112u << 10));
+  const std::uint32_t rest = abs & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (half & 1u))) ++half;
+  return static_cast<std::uint16_t>(sign | half);
+}
+
+}  // namespace orchid

@@ -1,0 +1,247 @@
+#include "ir/graph.hpp"
+
+#include <algorithm>
+#include <queue>
+#include <set>
+#include <unordered_set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "util/error.hpp"
+
+namespace orchid {
+
+TensorInfo& Graph::tensor(const std::string& name) {
+  auto it = tensors_.find(name);
+  if (it == tensors_.end()) fail("graph '{}' has no tensor '{}'", this->name, name);
+  return it->second;
+}
+
+const TensorInfo& Graph::tensor(const std::string& name) const {
+  auto it = tensors_.find(name);
+  if (it == tensors_.end()) fail("graph '{}' has no tensor '{}'", this->name, name);
+  return it->second;
+}
+
+TensorInfo& Graph::add_tensor(const std::string& name) {
+  auto [it, inserted] = tensors_.try_emplace(name);
+  if (inserted) it->second.name = name;
+  return it->second;
+}
+
+TensorInfo& Graph::set_type(const std::string& name, DType dtype, Shape shape) {
+  TensorInfo& info = add_tensor(name);
+  info.dtype = dtype;
+  info.shape = std::move(shape);
+  info.has_type = true;
+  return info;
+}
+
+TensorInfo& Graph::set_constant(const std::string& name, Tensor value) {
+  TensorInfo& info = set_type(name, value.dtype(), value.shape());
+  info.data = std::make_shared<const Tensor>(std::move(value));
+  return info;
+}
+
+bool Graph::is_constant(const std::string& name) const {
+  auto it = tensors_.find(name);
+  return it != tensors_.end() && it->second.is_constant();
+}
+
+std::vector<std::string> Graph::weights() const {
+  std::set<std::string> used;
+  for (const Node& node : nodes) {
+    for (const auto& in : node.inputs) {
+      if (!in.empty() && is_constant(in)) used.insert(in);
+    }
+  }
+  for (const auto& out : outputs) {
+    if (is_constant(out)) used.insert(out);
+  }
+  return {used.begin(), used.end()};
+}
+
+std::unordered_map<std::string, std::size_t> Graph::producers() const {
+  std::unordered_map<std::string, std::size_t> out;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    for (const auto& t : nodes[i].outputs) {
+      if (!t.empty()) out.emplace(t, i);
+    }
+  }
+  return out;
+}
+
+std::unordered_map<std::string, std::vector<std::size_t>> Graph::consumers() const {
+  std::unordered_map<std::string, std::vector<std::size_t>> out;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    for (const auto& t : nodes[i].inputs) {
+      if (!t.empty()) {
+        auto& list = out[t];
+        if (list.empty() || list.back() != i) list.push_back(i);
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<std::size_t> Graph::topological_order() const {
+  const auto producer = producers();
+  std::vector<std::vector<std::size_t>> successors(nodes.size());
+  std::vector<std::size_t> pending(nodes.size(), 0);
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    std::unordered_set<std::size_t> seen;
+    for (const auto& t : nodes[i].inputs) {
+      if (t.empty()) continue;
+      auto it = producer.find(t);
+      if (it == producer.end() || !seen.insert(it->second).second) continue;
+      successors[it->second].push_back(i);
+      ++pending[i];
+    }
+  }
+  std::priority_queue<std::size_t, std::vector<std::size_t>, std::greater<>> ready;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (pending[i] == 0) ready.push(i);
+  }
+  std::vector<std::size_t> order;
+  order.reserve(nodes.size());
+  while (!ready.empty()) {
+    const std::size_t i = ready.top();
+    ready.pop();
+    order.push_back(i);
+    for (std::size_t s : successors[i]) {
+      if (--pending[s] == 0) ready.push(s);
+    }
+  }
+  if (order.size() != nodes.size()) {
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      if (pending[i] != 0) {
+        fail("graph '{}' has a cycle through {}", name, nodes[i].describe());
+      }
+    }
+  }
+  return order;
+}
+
+void Graph::sort_topologically() {
+  const auto order = topological_order();
+  std::vector<Node> sorted;
+  sorted.reserve(nodes.size());
+  for (std::size_t i : order) sorted.push_back(std::move(nodes[i]));
+  nodes = std::move(sorted);
+}
+
+void Graph::remove_dead_nodes() {
+  const auto producer = producers();
+  std::vector<bool> live(nodes.size(), false);
+  std::vector<std::string> stack(outputs.begin(), outputs.end());
+  std::unordered_set<std::string> seen;
+  while (!stack.empty()) {
+    const std::string t = stack.back();
+    stack.pop_back();
+    if (t.empty() || !seen.insert(t).second) continue;
+    auto it = producer.find(t);
+    if (it == producer.end() || live[it->second]) continue;
+    live[it->second] = true;
+    for (const auto& in : nodes[it->second].inputs) stack.push_back(in);
+  }
+  std::vector<Node> kept;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (live[i]) kept.push_back(std::move(nodes[i]));
+  }
+  nodes = std::move(kept);
+  std::unordered_set<std::string> used(inputs.begin(), inputs.end());
+  used.insert(outputs.begin(), outputs.end());
+  for (const Node& node : nodes) {
+    used.insert(node.inputs.begin(), node.inputs.end());
+    used.insert(node.outputs.begin(), node.outputs.end());
+  }
+  for (auto it = tensors_.begin(); it != tensors_.end();) {
+    it = used.count(it->first) ? std::next(it) : tensors_.erase(it);
+  }
+}
+
+void Graph::validate() const {
+  std::unordered_set<std::string> node_names;
+  std::unordered_set<std::string> produced;
+  std::unordered_set<std::string> graph_inputs(inputs.begin(), inputs.end());
+  if (graph_inputs.size() != inputs.size()) fail("graph '{}' lists an input twice", name);
+  for (const auto& in : inputs) {
+    if (!has_tensor(in)) fail("graph '{}': input '{}' has no tensor entry", name, in);
+    if (is_constant(in)) fail("graph '{}': input '{}' is also a constant", name, in);
+  }
+  for (const Node& node : nodes) {
+    if (!node.name.empty() && !node_names.insert(node.name).second) {
+      fail("graph '{}' has two nodes named '{}'", name, node.name);
+    }
+    for (const auto& out : node.outputs) {
+      if (out.empty()) continue;
+      if (!produced.insert(out).second) {
+        fail("graph '{}': tensor '{}' is produced twice (second time by {})", name, out,
+             node.describe());
+      }
+      if (graph_inputs.count(out) || is_constant(out)) {
+        fail("graph '{}': {} writes '{}', which is a graph input or constant", name,
+             node.describe(), out);
+      }
+    }
+  }
+  for (const Node& node : nodes) {
+    for (const auto& in : node.inputs) {
+      if (in.empty()) continue;
+      if (!produced.count(in) && !graph_inputs.count(in) && !is_constant(in)) {
+        fail("graph '{}': {} reads '{}', which no node produces and is neither an input nor a "
+             "weight",
+             name, node.describe(), in);
+      }
+    }
+  }
+  for (const auto& out : outputs) {
+    if (!produced.count(out) && !graph_inputs.count(out) && !is_constant(out)) {
+      fail("graph '{}': output '{}' is never produced", name, out);
+    }
+  }
+  for (const auto& [tensor_name, info] : tensors_) {
+    if (info.data && (info.data->shape() != info.shape || info.data->dtype() != info.dtype)) {
+      fail("graph '{}': constant '{}' holds {} {} but is declared {} {}", name, tensor_name,
+           dtype_name(info.data->dtype()), shape_to_string(info.data->shape()),
+           dtype_name(info.dtype), shape_to_string(info.shape));
+    }
+  }
+  (void)topological_order();  // throws on a cycle
+}
+
+namespace {
+
+std::string type_string(const Graph& g, const std::string& t) {
+  if (t.empty()) return "<none>";
+  if (!g.has_tensor(t)) return t + ":?";
+  const TensorInfo& info = g.tensor(t);
+  if (!info.has_type) return t + ":?";
+  return fmt::format("{}:{}[{}]{}", t, dtype_name(info.dtype), shape_to_string(info.shape),
+                     info.is_constant() ? "=const" : "");
+}
+
+}  // namespace
+
+std::string Graph::to_string() const {
+  std::string out = fmt::format("graph '{}' (opset {}, {} nodes)\n", name, opset, nodes.size());
+  for (const auto& in : inputs) out += fmt::format("  input  {}\n", type_string(*this, in));
+  for (const auto& out_name : outputs) {
+    out += fmt::format("  output {}\n", type_string(*this, out_name));
+  }
+  for (const Node& node : nodes) {
+    out += fmt::format("  {} = {}(", fmt::join(node.outputs, ", "), node.op_type);
+    for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+      out += (i ? ", " : "") + type_string(*this, node.inputs[i]);
+    }
+    out += ")";
+    for (const auto& [key, value] : node.attributes) {
+      out += fmt::format(" {}={}", key, attribute_to_string(value));
+    }
+    out += fmt::format("  # {}\n", node.name);
+  }
+  return out;
+}
+
+}  // namespace orchid

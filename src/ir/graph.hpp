@@ -1,0 +1,74 @@
+// The graph IR every stage shares: named tensors (with static types and optional
+// constant data), nodes, and the graph's inputs and outputs.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/node.hpp"
+#include "ir/tensor.hpp"
+
+namespace orchid {
+
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::F32;
+  Shape shape;
+  bool has_type = false;  // false until the importer or shape inference sets dtype+shape
+  // Set for weights and folded constants; shared because graphs are copied freely.
+  std::shared_ptr<const Tensor> data;
+
+  bool is_constant() const { return data != nullptr; }
+};
+
+class Graph {
+ public:
+  std::string name;
+  std::int64_t opset = 17;
+  std::vector<Node> nodes;
+  std::vector<std::string> inputs;   // runtime inputs (constants are not listed here)
+  std::vector<std::string> outputs;
+  std::map<std::string, std::string> metadata;
+
+  // Tensor lookup; `tensor` throws an orchid::Error naming the tensor if it is unknown.
+  bool has_tensor(const std::string& name) const { return tensors_.count(name) != 0; }
+  TensorInfo& tensor(const std::string& name);
+  const TensorInfo& tensor(const std::string& name) const;
+  // Inserts or returns the tensor of that name.
+  TensorInfo& add_tensor(const std::string& name);
+  TensorInfo& set_type(const std::string& name, DType dtype, Shape shape);
+  TensorInfo& set_constant(const std::string& name, Tensor value);
+  void erase_tensor(const std::string& name) { tensors_.erase(name); }
+  const std::unordered_map<std::string, TensorInfo>& tensors() const { return tensors_; }
+
+  bool is_constant(const std::string& name) const;
+  // Constant tensors that some node consumes, sorted by name: the graph's weights.
+  std::vector<std::string> weights() const;
+
+  // Node index producing each tensor / indices consuming it.
+  std::unordered_map<std::string, std::size_t> producers() const;
+  std::unordered_map<std::string, std::vector<std::size_t>> consumers() const;
+
+  // Kahn's order, ties broken by original position (deterministic). Throws on a cycle.
+  std::vector<std::size_t> topological_order() const;
+  // Reorders `nodes` topologically.
+  void sort_topologically();
+  // Drops nodes whose outputs no graph output needs, and tensors no one uses.
+  void remove_dead_nodes();
+
+  // Structural checks: duplicate node names or producers, dangling inputs, cycles,
+  // outputs never produced, constant data disagreeing with the recorded shape.
+  void validate() const;
+
+  // Human-readable listing for debugging.
+  std::string to_string() const;
+
+ private:
+  std::unordered_map<std::string, TensorInfo> tensors_;
+};
+
+}  // namespace orchid

@@ -1,0 +1,96 @@
+// A dense, row-major tensor value: dtype, static shape and owned bytes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <vector>
+
+#include "ir/dtype.hpp"
+#include "ir/shape.hpp"
+
+namespace orchid {
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // Zero-filled tensor.
+  Tensor(DType dtype, Shape shape);
+
+  template <typename T>
+  static Tensor from_vector(Shape shape, const std::vector<T>& values);
+  static Tensor scalar_f32(float value) { return from_vector<float>({}, {value}); }
+  static Tensor from_int64s(const std::vector<std::int64_t>& values) {
+    return from_vector<std::int64_t>({static_cast<std::int64_t>(values.size())}, values);
+  }
+
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  std::size_t rank() const { return shape_.size(); }
+  std::int64_t numel() const { return shape_numel(shape_); }
+  std::size_t nbytes() const { return bytes_.size(); }
+
+  std::byte* raw() { return bytes_.data(); }
+  const std::byte* raw() const { return bytes_.data(); }
+
+  // Typed views; throw orchid::Error if T does not match the dtype.
+  template <typename T>
+  T* data();
+  template <typename T>
+  const T* data() const;
+  template <typename T>
+  std::span<T> values() {
+    return {data<T>(), static_cast<std::size_t>(numel())};
+  }
+  template <typename T>
+  std::span<const T> values() const {
+    return {data<T>(), static_cast<std::size_t>(numel())};
+  }
+
+  // Element i converted to double / int64 whatever the dtype (slow; for constants).
+  double get_as_double(std::int64_t i) const;
+  std::int64_t get_as_int64(std::int64_t i) const;
+  // All elements as int64 (shape-carrying tensors) or as float.
+  std::vector<std::int64_t> to_int64s() const;
+  std::vector<float> to_floats() const;
+
+  // Converts to another dtype (float <-> int truncates toward zero, like ONNX Cast).
+  Tensor cast(DType to) const;
+  // Same bytes, new shape of equal element count.
+  Tensor reshaped(Shape shape) const;
+
+  bool operator==(const Tensor& other) const = default;
+
+ private:
+  void check_dtype(DType expected) const;
+
+  DType dtype_ = DType::F32;
+  Shape shape_;
+  std::vector<std::byte> bytes_;
+};
+
+template <typename T>
+Tensor Tensor::from_vector(Shape shape, const std::vector<T>& values) {
+  Tensor t(dtype_of<T>::value, std::move(shape));
+  if (static_cast<std::int64_t>(values.size()) != t.numel()) {
+    throw std::invalid_argument("Tensor::from_vector: value count does not match shape");
+  }
+  T* out = t.data<T>();
+  for (std::size_t i = 0; i < values.size(); ++i) out[i] = values[i];
+  return t;
+}
+
+template <typename T>
+T* Tensor::data() {
+  check_dtype(dtype_of<T>::value);
+  return reinterpret_cast<T*>(bytes_.data());
+}
+
+template <typename T>
+const T* Tensor::data() const {
+  check_dtype(dtype_of<T>::value);
+  return reinterpret_cast<const T*>(bytes_.data());
+}
+
+}  // namespace orchid

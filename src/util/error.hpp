@@ -1,0 +1,35 @@
+// orchid::Error is the one exception type the library throws for bad input or
+// unsupported features. Its message is meant for the user: it names the file, node,
+// tensor or key at fault and what is wrong with it.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include <fmt/format.h>
+
+namespace orchid {
+
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& message) : std::runtime_error(message) {}
+};
+
+// Raised when the input is well formed but uses an op, attribute value or dtype that
+// orchid does not implement. Kept distinct so tests can tell "refused" from "broken".
+class UnsupportedError : public Error {
+ public:
+  explicit UnsupportedError(const std::string& message) : Error(message) {}
+};
+
+template <typename... Args>
+[[noreturn]] void fail(fmt::format_string<Args...> format, Args&&... args) {
+  throw Error(fmt::format(format, std::forward<Args>(args)...));
+}
+
+template <typename... Args>
+[[noreturn]] void unsupported(fmt::format_string<Args...> format, Args&&... args) {
+  throw UnsupportedError(fmt::format(format, std::forward<Args>(args)...));
+}
+
+}  // namespace orchid

@@ -1,0 +1,89 @@
+// Helpers shared by the linear and pooling reference kernels: a deterministic
+// parallel-for and window geometry padded to three spatial axes.
+//
+// parallel_for is a tiny deterministic parallel-for for Conv/MatMul/Gemm/pooling.
+// Items are split into contiguous chunks, one per thread; each item (an output row or
+// channel) is computed entirely by one thread in the same order as the serial loop, so
+// results are bit-identical whatever the thread count.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <exception>
+#include <thread>
+#include <vector>
+
+#include "ir/ops/window_geometry.hpp"
+
+namespace orchid::reference {
+
+// fn(begin, end) handles items [begin, end). `cost_per_item` is a rough operation
+// count; small problems run on the calling thread because threads would only cost.
+template <typename Fn>
+void parallel_for(std::int64_t items, std::int64_t cost_per_item, Fn&& fn) {
+  constexpr std::int64_t kMinWorkPerThread = 1 << 18;
+  const std::int64_t hw = std::max<std::int64_t>(1, std::thread::hardware_concurrency());
+  const std::int64_t by_work = std::max<std::int64_t>(
+      1, items * std::max<std::int64_t>(cost_per_item, 1) / kMinWorkPerThread);
+  const std::int64_t threads = std::min({hw, std::int64_t{16}, items, by_work});
+  if (threads <= 1) {
+    if (items > 0) fn(std::int64_t{0}, items);
+    return;
+  }
+  std::vector<std::thread> pool;
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(threads));
+  pool.reserve(static_cast<std::size_t>(threads));
+  for (std::int64_t t = 0; t < threads; ++t) {
+    const std::int64_t begin = items * t / threads;
+    const std::int64_t end = items * (t + 1) / threads;
+    pool.emplace_back([&, t, begin, end] {
+      try {
+        fn(begin, end);
+      } catch (...) {
+        errors[static_cast<std::size_t>(t)] = std::current_exception();
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  for (auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
+// Indices i in [0, count) with 0 <= i * stride + offset < limit, as [lo, hi).
+inline void valid_range(std::int64_t offset, std::int64_t stride, std::int64_t count,
+                        std::int64_t limit, std::int64_t& lo, std::int64_t& hi) {
+  lo = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
+  const std::int64_t top = limit - 1 - offset;  // need i * stride <= top
+  hi = top < 0 ? 0 : std::min(count, top / stride + 1);
+  if (hi < lo) hi = lo;
+}
+
+// Geometry padded to three spatial axes (leading axes of size 1), so one loop nest
+// serves 1-D, 2-D and 3-D windows.
+struct Geometry3 {
+  std::array<std::int64_t, 3> in{1, 1, 1}, k{1, 1, 1}, s{1, 1, 1}, d{1, 1, 1}, pad{0, 0, 0},
+      pad_end{0, 0, 0}, out{1, 1, 1};
+
+  std::int64_t in_volume() const { return in[0] * in[1] * in[2]; }
+  std::int64_t k_volume() const { return k[0] * k[1] * k[2]; }
+  std::int64_t out_volume() const { return out[0] * out[1] * out[2]; }
+};
+
+inline Geometry3 to_3d(const WindowGeometry& g) {
+  Geometry3 r;
+  const std::size_t shift = 3 - g.rank();
+  for (std::size_t i = 0; i < g.rank(); ++i) {
+    r.in[shift + i] = g.input[i];
+    r.k[shift + i] = g.kernel[i];
+    r.s[shift + i] = g.strides[i];
+    r.d[shift + i] = g.dilations[i];
+    r.pad[shift + i] = g.pad_begin[i];
+    r.pad_end[shift + i] = g.pad_end[i];
+    r.out[shift + i] = g.output[i];
+  }
+  return r;
+}
+
+}  // namespace orchid::reference

@@ -1,8 +1,105 @@
-// Shape functions of the normalization op family.
+// Shape functions of the normalization op family: BatchNormalization (inference),
+// InstanceNormalization, LayerNormalization (opset 17) and LpNormalization.
+#include <string>
+
 #include "ir/ops/op_families.hpp"
 
 namespace orchid {
 
-void register_normalization_ops(OpSchemaTable& table) { (void)table; }
+namespace {
+
+constexpr std::initializer_list<DType> kFloat = {DType::F32, DType::F64};
+
+// Per-channel parameter i must be a float vector of length `channels`.
+void require_channel_vector(const ShapeContext& ctx, std::size_t i, const char* what,
+                            std::int64_t channels) {
+  ctx.require_dtype(i, kFloat);
+  const Shape& s = ctx.input_shape(i);
+  if (s.size() != 1 || s[0] != channels) {
+    ctx.fail("{} (input {}) must have shape {}, got {}", what, i, channels, shape_to_string(s));
+  }
+}
+
+void refuse_extra_outputs(const ShapeContext& ctx, const char* why) {
+  for (std::size_t i = 1; i < ctx.node().outputs.size(); ++i) {
+    if (!ctx.node().outputs[i].empty()) ctx.unsupported("output {} ({})", i, why);
+  }
+}
+
+std::vector<TensorType> infer_batch_norm(const ShapeContext& ctx) {
+  ctx.require_dtype(0, kFloat);
+  if (ctx.node().attr_int("training_mode", 0) != 0) ctx.unsupported("training_mode=1");
+  if (ctx.node().attr_int("spatial", 1) != 1) ctx.unsupported("spatial=0 (opset < 9 form)");
+  refuse_extra_outputs(ctx, "running statistics are only produced in training mode");
+  const Shape& x = ctx.input_shape(0);
+  if (x.size() < 2) ctx.fail("input must have rank >= 2 (N x C x ...), got {}", x.size());
+  const char* names[] = {"scale", "B", "input_mean", "input_var"};
+  for (std::size_t i = 1; i <= 4; ++i) {
+    if (!ctx.has_input(i)) ctx.fail("input {} ({}) is missing", i, names[i - 1]);
+    require_channel_vector(ctx, i, names[i - 1], x[1]);
+  }
+  return {ctx.input(0)};
+}
+
+std::vector<TensorType> infer_instance_norm(const ShapeContext& ctx) {
+  ctx.require_dtype(0, kFloat);
+  const Shape& x = ctx.input_shape(0);
+  if (x.size() < 2) ctx.fail("input must have rank >= 2 (N x C x ...), got {}", x.size());
+  require_channel_vector(ctx, 1, "scale", x[1]);
+  require_channel_vector(ctx, 2, "B", x[1]);
+  return {ctx.input(0)};
+}
+
+std::vector<TensorType> infer_layer_norm(const ShapeContext& ctx) {
+  ctx.require_dtype(0, kFloat);
+  const Shape& x = ctx.input_shape(0);
+  const auto rank = static_cast<std::int64_t>(x.size());
+  if (rank == 0) ctx.fail("input must have rank >= 1");
+  const auto axis = static_cast<std::size_t>(
+      normalize_axis(ctx.node().attr_int("axis", -1), rank, ctx.node().describe()));
+  // Statistics are always computed in double, which is at least as exact as either
+  // permitted stash type; the value only decides the Mean/InvStdDev output dtype.
+  const std::int64_t stash = ctx.node().attr_int("stash_type", 1);
+  if (stash != 1 && stash != 11) ctx.unsupported("stash_type={}", stash);
+  const Shape normalized(x.begin() + static_cast<std::ptrdiff_t>(axis), x.end());
+  for (std::size_t i = 1; i <= 2; ++i) {
+    if (!ctx.has_input(i)) {
+      if (i == 1) ctx.fail("input 1 (Scale) is missing");
+      continue;
+    }
+    ctx.require_dtype(i, kFloat);
+    const Shape& p = ctx.input_shape(i);
+    if (p.size() > normalized.size() ||
+        broadcast_shapes(normalized, p, ctx.node().describe()) != normalized) {
+      ctx.fail("{} shape {} does not broadcast to the normalized shape {}", i == 1 ? "Scale" : "B",
+               shape_to_string(p), shape_to_string(normalized));
+    }
+  }
+  Shape stat_shape = x;
+  for (std::size_t d = axis; d < x.size(); ++d) stat_shape[d] = 1;
+  const DType stat_dtype = stash == 11 ? DType::F64 : DType::F32;
+  return {ctx.input(0), {stat_dtype, stat_shape}, {stat_dtype, stat_shape}};
+}
+
+std::vector<TensorType> infer_lp_norm(const ShapeContext& ctx) {
+  ctx.require_dtype(0, kFloat);
+  const Shape& x = ctx.input_shape(0);
+  const auto rank = static_cast<std::int64_t>(x.size());
+  if (rank == 0) ctx.fail("input must have rank >= 1");
+  normalize_axis(ctx.node().attr_int("axis", -1), rank, ctx.node().describe());
+  const std::int64_t p = ctx.node().attr_int("p", 2);
+  if (p != 1 && p != 2) ctx.unsupported("p={} (only 1 and 2)", p);
+  return {ctx.input(0)};
+}
+
+}  // namespace
+
+void register_normalization_ops(OpSchemaTable& table) {
+  table["BatchNormalization"] = OpSchema{"BatchNormalization", 5, 5, 1, 3, infer_batch_norm};
+  table["InstanceNormalization"] =
+      OpSchema{"InstanceNormalization", 3, 3, 1, 1, infer_instance_norm};
+  table["LayerNormalization"] = OpSchema{"LayerNormalization", 2, 3, 1, 3, infer_layer_norm};
+  table["LpNormalization"] = OpSchema{"LpNormalization", 1, 1, 1, 1, infer_lp_norm};
+}
 
 }  // namespace orchid

@@ -1,6 +1,32 @@
+// `orchid`: decides how a DNN should run on hardware. Thin layer over the library.
 #include <cstdio>
+#include <exception>
 
-int main() {
-  std::puts("orchid");
+#include "cli/commands.hpp"
+#include "util/error.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"orchid: kernel orchestration and multi-accelerator mapping for ONNX models"};
+  app.set_version_flag("--version", std::string("orchid ") + ORCHID_VERSION);
+  app.require_subcommand(1);
+  orchid::cli::Action inspect = orchid::cli::add_inspect_command(app);
+  orchid::cli::Action run = orchid::cli::add_run_command(app);
+  orchid::cli::Action materialize = orchid::cli::add_materialize_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    if (app.got_subcommand("inspect")) inspect();
+    if (app.got_subcommand("run")) run();
+    if (app.got_subcommand("materialize")) materialize();
+  } catch (const orchid::Error& e) {
+    std::fprintf(stderr, "orchid: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "orchid: internal error: %s\n", e.what());
+    return 2;
+  }
   return 0;
 }

@@ -81,12 +81,12 @@ inline Tensor i64(Shape shape, std::vector<std::int64_t> values) {
 inline ::testing::AssertionResult tensors_close(const Tensor& actual, const Tensor& expected,
                                                 double rtol = 1e-5, double atol = 1e-6) {
   if (actual.dtype() != expected.dtype()) {
-    return ::testing::AssertionFailure() << "dtype " << dtype_name(actual.dtype()) << " vs "
-                                         << dtype_name(expected.dtype());
+    return ::testing::AssertionFailure()
+           << "dtype " << dtype_name(actual.dtype()) << " vs " << dtype_name(expected.dtype());
   }
   if (actual.shape() != expected.shape()) {
-    return ::testing::AssertionFailure() << "shape " << shape_to_string(actual.shape())
-                                         << " vs " << shape_to_string(expected.shape());
+    return ::testing::AssertionFailure() << "shape " << shape_to_string(actual.shape()) << " vs "
+                                         << shape_to_string(expected.shape());
   }
   for (std::int64_t i = 0; i < actual.numel(); ++i) {
     const double a = actual.get_as_double(i);

@@ -1,0 +1,20 @@
+#include "passes/load_model.hpp"
+
+#include "util/error.hpp"
+
+namespace orchid {
+
+LoadedModel load_model(const std::string& path, const ImportOptions& options) {
+  LoadedModel model;
+  model.graph = read_onnx(path, options);
+  try {
+    model.stats = make_static(model.graph);
+  } catch (const UnsupportedError& e) {
+    throw UnsupportedError(fmt::format("{}: {}", path, e.what()));
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: {}", path, e.what()));
+  }
+  return model;
+}
+
+}  // namespace orchid

@@ -1,0 +1,268 @@
+#include "onnx/onnx_reader.hpp"
+
+#include <set>
+#include <unordered_set>
+
+#include <fmt/ranges.h>
+#include <onnx/onnx_pb.h>
+
+#include "onnx/attribute_proto.hpp"
+#include "onnx/opset_upgrade.hpp"
+#include "onnx/proto_io.hpp"
+#include "onnx/stripped_weights.hpp"
+#include "onnx/tensor_proto.hpp"
+#include "util/error.hpp"
+
+namespace orchid {
+
+namespace {
+
+constexpr std::int64_t kMinOpset = 7;
+constexpr std::int64_t kMaxOpset = 17;  // what libonnx 1.12 (checker, shape inference) knows
+
+bool is_default_domain(const std::string& domain) {
+  return domain.empty() || domain == "ai.onnx";
+}
+
+std::int64_t default_opset(const onnx::ModelProto& model, const std::string& path) {
+  for (const auto& op : model.opset_import()) {
+    if (!is_default_domain(op.domain())) continue;
+    const std::int64_t v = op.version();
+    if (v < kMinOpset || v > kMaxOpset) {
+      unsupported("'{}': ONNX opset {} is not supported (orchid reads opsets {}..{})", path, v,
+                  kMinOpset, kMaxOpset);
+    }
+    return v;
+  }
+  fail("'{}': the model declares no default-domain opset_import", path);
+}
+
+class Reader {
+ public:
+  Reader(const std::string& path, const ImportOptions& options)
+      : path_(path), options_(options), base_dir_(model_folder(path)) {}
+
+  Graph read() {
+    onnx::ModelProto model = load_model_proto(path_);
+    opset_ = default_opset(model, path_);
+    regenerate_stripped_weights(model, base_dir_);
+    const onnx::GraphProto& g = model.graph();
+
+    graph_.name = g.name().empty() ? "main" : g.name();
+    for (const auto& p : model.metadata_props()) graph_.metadata[p.key()] = p.value();
+    graph_.metadata["onnx.opset"] = std::to_string(opset_);
+    graph_.metadata["onnx.producer"] = model.producer_name();
+    if (!model.producer_version().empty()) {
+      graph_.metadata["onnx.producer_version"] = model.producer_version();
+    }
+
+    read_initializers(g);
+    read_inputs(g);
+    collect_hints(g);
+    for (const auto& out : g.output()) graph_.outputs.push_back(out.name());
+    for (int i = 0; i < g.node_size(); ++i) read_node(g.node(i), i);
+    check_references();
+
+    upgrade_to_opset17(graph_, opset_, hints_, path_);
+    graph_.opset = 17;
+    return std::move(graph_);
+  }
+
+ private:
+  void read_initializers(const onnx::GraphProto& g) {
+    if (g.sparse_initializer_size() > 0) {
+      unsupported("'{}': sparse initializer '{}' is not supported", path_,
+                  g.sparse_initializer(0).values().name());
+    }
+    for (const auto& init : g.initializer()) {
+      if (init.name().empty()) fail("'{}': an initializer has no name", path_);
+      if (graph_.is_constant(init.name())) {
+        fail("'{}': initializer '{}' is defined twice", path_, init.name());
+      }
+      const std::string context = fmt::format("'{}': initializer '{}'", path_, init.name());
+      graph_.set_constant(init.name(), tensor_from_proto(init, base_dir_, context));
+    }
+  }
+
+  Shape input_shape(const onnx::ValueInfoProto& vi) const {
+    const auto& type = vi.type().tensor_type();
+    if (!type.has_shape()) {
+      fail("'{}': graph input '{}' has no shape; give it one with an input shape override", path_,
+           vi.name());
+    }
+    Shape shape;
+    for (const auto& dim : type.shape().dim()) {
+      if (dim.has_dim_value()) {
+        if (dim.dim_value() < 0) {
+          fail("'{}': graph input '{}' has negative dimension {}", path_, vi.name(),
+               dim.dim_value());
+        }
+        shape.push_back(dim.dim_value());
+      } else if (auto it = options_.dim_params.find(dim.dim_param());
+                 dim.has_dim_param() && it != options_.dim_params.end()) {
+        shape.push_back(it->second);
+      } else {
+        shape.push_back(options_.default_dim);
+      }
+    }
+    return shape;
+  }
+
+  void read_inputs(const onnx::GraphProto& g) {
+    std::set<std::string> runtime_inputs;
+    for (const auto& vi : g.input()) {
+      if (graph_.is_constant(vi.name())) continue;  // old exporters list weights as inputs
+      if (!runtime_inputs.insert(vi.name()).second) {
+        fail("'{}': graph input '{}' is listed twice", path_, vi.name());
+      }
+      if (!vi.type().has_tensor_type()) {
+        unsupported(
+            "'{}': graph input '{}' is not a tensor (sequence/map/optional types are "
+            "not supported)",
+            path_, vi.name());
+      }
+      const auto elem = vi.type().tensor_type().elem_type();
+      const auto dtype = dtype_from_onnx(elem);
+      if (!dtype) {
+        unsupported("'{}': graph input '{}' has unsupported dtype {}", path_, vi.name(),
+                    onnx_dtype_name(elem));
+      }
+      auto override_it = options_.input_shapes.find(vi.name());
+      const Shape shape =
+          override_it != options_.input_shapes.end() ? override_it->second : input_shape(vi);
+      for (auto d : shape) {
+        if (d < 0) fail("'{}': input shape override for '{}' is negative", path_, vi.name());
+      }
+      graph_.set_type(vi.name(), *dtype, shape);
+      graph_.inputs.push_back(vi.name());
+    }
+    for (const auto& [name, shape] : options_.input_shapes) {
+      if (!runtime_inputs.count(name)) {
+        fail("'{}': input shape override names '{}', which is not a graph input (inputs: {})",
+             path_, name, fmt::join(runtime_inputs, ", "));
+      }
+    }
+  }
+
+  void collect_hints(const onnx::GraphProto& g) {
+    auto note = [&](const onnx::ValueInfoProto& vi) {
+      if (!vi.type().has_tensor_type()) return;
+      const auto& t = vi.type().tensor_type();
+      if (auto d = dtype_from_onnx(t.elem_type())) hints_.dtypes[vi.name()] = *d;
+      if (t.has_shape()) hints_.ranks[vi.name()] = static_cast<std::size_t>(t.shape().dim_size());
+    };
+    for (const auto& vi : g.value_info()) note(vi);
+    for (const auto& vi : g.output()) note(vi);
+  }
+
+  std::string unique_node_name(const onnx::NodeProto& n, int index) {
+    std::string base = n.name().empty() ? fmt::format("{}_{}", n.op_type(), index) : n.name();
+    std::string name = base;
+    for (int k = 2; !node_names_.insert(name).second; ++k) name = fmt::format("{}_{}", base, k);
+    return name;
+  }
+
+  void read_constant_node(const onnx::NodeProto& n, Node& node, const std::string& where) {
+    if (n.output_size() != 1 || n.output(0).empty()) fail("{}: needs exactly one output", where);
+    if (n.attribute_size() != 1) {
+      fail("{}: needs exactly one value attribute, has {}", where, n.attribute_size());
+    }
+    const auto& a = n.attribute(0);
+    const std::string& key = a.name();
+    Tensor value;
+    if (key == "value") {
+      value = std::move(std::get<Tensor>(node.attributes.at(key)));
+    } else if (key == "value_float") {
+      value = Tensor::scalar_f32(node.attr_float(key, 0.0f));
+    } else if (key == "value_floats") {
+      const auto v = node.attr_floats(key, {});
+      value = Tensor::from_vector<float>({static_cast<std::int64_t>(v.size())}, v);
+    } else if (key == "value_int") {
+      value = Tensor::from_vector<std::int64_t>({}, {node.attr_int(key, 0)});
+    } else if (key == "value_ints") {
+      value = Tensor::from_int64s(node.attr_ints(key, {}));
+    } else {
+      unsupported("{}: attribute '{}' (sparse or string constants) is not supported", where, key);
+    }
+    if (graph_.has_tensor(n.output(0))) {
+      fail("{}: output '{}' is already defined elsewhere", where, n.output(0));
+    }
+    graph_.set_constant(n.output(0), std::move(value));
+  }
+
+  void read_node(const onnx::NodeProto& n, int index) {
+    Node node;
+    node.name = unique_node_name(n, index);
+    node.op_type = n.op_type();
+    const std::string where =
+        fmt::format("'{}': {} node '{}' (opset {})", path_, node.op_type, node.name, opset_);
+    if (node.op_type.empty()) fail("'{}': node '{}' has no op_type", path_, node.name);
+    if (!is_default_domain(n.domain())) {
+      unsupported("{}: domain '{}' is not supported (only the default ONNX domain is)", where,
+                  n.domain());
+    }
+    for (const auto& a : n.attribute()) {
+      if (a.name().empty()) fail("{}: an attribute has no name", where);
+      node.attributes[a.name()] = attribute_from_proto(a, base_dir_, where);
+    }
+    if (node.op_type == "Constant") {
+      try {
+        read_constant_node(n, node, where);
+      } catch (const UnsupportedError&) {
+        throw;
+      } catch (const Error& e) {
+        fail("{}: {}", where, e.what());
+      }
+      return;
+    }
+    node.inputs.assign(n.input().begin(), n.input().end());
+    node.outputs.assign(n.output().begin(), n.output().end());
+    // Trailing "" are the same as omitted optional inputs/outputs.
+    while (!node.inputs.empty() && node.inputs.back().empty()) node.inputs.pop_back();
+    while (!node.outputs.empty() && node.outputs.back().empty()) node.outputs.pop_back();
+    for (const auto& out : node.outputs) {
+      if (out.empty()) continue;
+      if (graph_.is_constant(out) ||
+          std::find(graph_.inputs.begin(), graph_.inputs.end(), out) != graph_.inputs.end()) {
+        fail("{}: output '{}' overwrites a graph input or weight", where, out);
+      }
+      if (!produced_.insert(out).second) fail("{}: output '{}' is produced twice", where, out);
+      graph_.add_tensor(out);
+    }
+    graph_.nodes.push_back(std::move(node));
+  }
+
+  // Every node input and graph output must name something that exists.
+  void check_references() {
+    for (const Node& node : graph_.nodes) {
+      for (const auto& in : node.inputs) {
+        if (!in.empty() && !graph_.has_tensor(in)) {
+          fail(
+              "'{}': {} reads tensor '{}', which is not a graph input, initializer or node "
+              "output",
+              path_, node.describe(), in);
+        }
+      }
+    }
+    for (const auto& out : graph_.outputs) {
+      if (!graph_.has_tensor(out)) fail("'{}': graph output '{}' is never produced", path_, out);
+    }
+  }
+
+  const std::string path_;
+  const ImportOptions& options_;
+  const std::string base_dir_;
+  std::int64_t opset_ = 0;
+  Graph graph_;
+  TypeHints hints_;
+  std::unordered_set<std::string> node_names_;
+  std::unordered_set<std::string> produced_;
+};
+
+}  // namespace
+
+Graph read_onnx(const std::string& path, const ImportOptions& options) {
+  return Reader(path, options).read();
+}
+
+}  // namespace orchid

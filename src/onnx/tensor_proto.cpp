@@ -1,0 +1,321 @@
+#include "onnx/tensor_proto.hpp"
+
+#include <bit>
+#include <climits>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/ranges.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <onnx/onnx_pb.h>
+
+#include "util/error.hpp"
+
+namespace orchid {
+
+// raw_data is little-endian by definition; orchid's tensors are native-endian.
+static_assert(std::endian::native == std::endian::little, "orchid assumes a little-endian host");
+
+namespace fs = std::filesystem;
+using onnx::TensorProto;
+
+std::optional<DType> dtype_from_onnx(std::int32_t onnx_type) {
+  switch (onnx_type) {
+    case TensorProto::FLOAT:
+      return DType::F32;
+    case TensorProto::FLOAT16:
+      return DType::F16;
+    case TensorProto::DOUBLE:
+      return DType::F64;
+    case TensorProto::INT64:
+      return DType::I64;
+    case TensorProto::INT32:
+      return DType::I32;
+    case TensorProto::INT8:
+      return DType::I8;
+    case TensorProto::UINT8:
+      return DType::U8;
+    case TensorProto::BOOL:
+      return DType::Bool;
+    default:
+      return std::nullopt;
+  }
+}
+
+std::int32_t dtype_to_onnx(DType dtype) {
+  switch (dtype) {
+    case DType::F32:
+      return TensorProto::FLOAT;
+    case DType::F16:
+      return TensorProto::FLOAT16;
+    case DType::F64:
+      return TensorProto::DOUBLE;
+    case DType::I64:
+      return TensorProto::INT64;
+    case DType::I32:
+      return TensorProto::INT32;
+    case DType::I8:
+      return TensorProto::INT8;
+    case DType::U8:
+      return TensorProto::UINT8;
+    case DType::Bool:
+      return TensorProto::BOOL;
+  }
+  return TensorProto::UNDEFINED;
+}
+
+std::string onnx_dtype_name(std::int32_t onnx_type) {
+  if (TensorProto::DataType_IsValid(onnx_type)) {
+    return TensorProto::DataType_Name(static_cast<TensorProto::DataType>(onnx_type));
+  }
+  return "type " + std::to_string(onnx_type);
+}
+
+bool has_external_data(const TensorProto& proto) {
+  return proto.has_data_location() && proto.data_location() == TensorProto::EXTERNAL;
+}
+
+namespace {
+
+struct ExternalRef {
+  std::string location;
+  std::int64_t offset = 0;
+  std::int64_t length = -1;  // -1: the tensor's byte size
+};
+
+std::int64_t parse_size(const std::string& value, const std::string& key,
+                        const std::string& context) {
+  std::size_t used = 0;
+  long long v = -1;
+  try {
+    v = std::stoll(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != value.size() || v < 0) {
+    fail("{}: external data {} '{}' is not a non-negative integer", context, key, value);
+  }
+  return v;
+}
+
+ExternalRef external_ref(const TensorProto& proto, const std::string& context) {
+  ExternalRef ref;
+  for (const auto& entry : proto.external_data()) {
+    if (entry.key() == "location") {
+      ref.location = entry.value();
+    } else if (entry.key() == "offset") {
+      ref.offset = parse_size(entry.value(), "offset", context);
+    } else if (entry.key() == "length") {
+      ref.length = parse_size(entry.value(), "length", context);
+    }
+  }
+  if (ref.location.empty()) fail("{}: external data has no 'location'", context);
+  return ref;
+}
+
+// Number of elements, refusing negative dims and overflow.
+std::int64_t checked_numel(const TensorProto& proto, const std::string& context) {
+  std::int64_t n = 1;
+  for (auto d : proto.dims()) {
+    if (d < 0) fail("{}: negative dimension {}", context, d);
+    if (d != 0 && n > INT64_MAX / d) fail("{}: element count overflows", context);
+    n *= d;
+  }
+  return n;
+}
+
+// Typed-field storage: each dtype has exactly one field that can carry it; int32_data
+// carries int32, int8, uint8, bool and the bits of float16.
+const char* typed_field_name(DType dtype) {
+  switch (dtype) {
+    case DType::F32:
+      return "float_data";
+    case DType::F64:
+      return "double_data";
+    case DType::I64:
+      return "int64_data";
+    default:
+      return "int32_data";
+  }
+}
+
+std::int64_t typed_field_size(const TensorProto& proto, DType dtype) {
+  switch (dtype) {
+    case DType::F32:
+      return proto.float_data_size();
+    case DType::F64:
+      return proto.double_data_size();
+    case DType::I64:
+      return proto.int64_data_size();
+    default:
+      return proto.int32_data_size();
+  }
+}
+
+void copy_typed_fields(const TensorProto& proto, Tensor& out) {
+  switch (out.dtype()) {
+    case DType::F32:
+      std::copy(proto.float_data().begin(), proto.float_data().end(), out.data<float>());
+      return;
+    case DType::F64:
+      std::copy(proto.double_data().begin(), proto.double_data().end(), out.data<double>());
+      return;
+    case DType::I64:
+      std::copy(proto.int64_data().begin(), proto.int64_data().end(), out.data<std::int64_t>());
+      return;
+    default:
+      break;
+  }
+  const auto& src = proto.int32_data();
+  for (int i = 0; i < src.size(); ++i) {
+    const std::int32_t v = src[i];
+    switch (out.dtype()) {
+      case DType::I32:
+        out.data<std::int32_t>()[i] = v;
+        break;
+      case DType::I8:
+        out.data<std::int8_t>()[i] = static_cast<std::int8_t>(v);
+        break;
+      case DType::U8:
+        out.data<std::uint8_t>()[i] = static_cast<std::uint8_t>(v);
+        break;
+      case DType::Bool:
+        out.data<bool>()[i] = v != 0;
+        break;
+      case DType::F16:
+        out.data<std::uint16_t>()[i] = static_cast<std::uint16_t>(v);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+// Fails unless the side file holds `want` bytes at the reference's offset; checked before
+// allocating so a corrupt length cannot trigger a huge allocation.
+std::string check_external(const TensorProto& proto, std::int64_t want, const std::string& base_dir,
+                           const std::string& context) {
+  const ExternalRef ref = external_ref(proto, context);
+  const std::string file = external_data_path(proto, base_dir, context);
+  if (ref.length >= 0 && ref.length != want) {
+    fail("{}: external data length {} does not match the tensor's {} bytes (file '{}')", context,
+         ref.length, want, file);
+  }
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) {
+    fail("{}: external data file '{}' does not exist", context, file);
+  }
+  const auto size = static_cast<std::int64_t>(fs::file_size(file, ec));
+  if (ec || size < ref.offset || size - ref.offset < want) {
+    fail("{}: external data file '{}' is too short (need {} bytes at offset {})", context, file,
+         want, ref.offset);
+  }
+  return file;
+}
+
+void read_external(const TensorProto& proto, Tensor& out, const std::string& file,
+                   const std::string& context) {
+  const ExternalRef ref = external_ref(proto, context);
+  const auto want = static_cast<std::int64_t>(out.nbytes());
+  std::ifstream in(file, std::ios::binary);
+  if (!in) fail("{}: external data file '{}' cannot be opened", context, file);
+  in.seekg(ref.offset);
+  in.read(reinterpret_cast<char*>(out.raw()), want);
+  if (!in || in.gcount() != want) {
+    fail("{}: short read from external data file '{}' (need {} bytes at offset {})", context, file,
+         want, ref.offset);
+  }
+}
+
+}  // namespace
+
+std::string external_data_path(const TensorProto& proto, const std::string& base_dir,
+                               const std::string& context) {
+  const ExternalRef ref = external_ref(proto, context);
+  const fs::path location(ref.location);
+  if (location.is_absolute() || location.has_root_name() || location.has_root_directory()) {
+    fail(
+        "{}: external data location '{}' is absolute; only paths relative to the model "
+        "folder are allowed",
+        context, ref.location);
+  }
+  for (const auto& part : location.lexically_normal()) {
+    if (part == "..") {
+      fail("{}: external data location '{}' leaves the model folder", context, ref.location);
+    }
+  }
+  return (fs::path(base_dir) / location).string();
+}
+
+Tensor tensor_from_proto(const TensorProto& proto, const std::string& base_dir,
+                         const std::string& context) {
+  if (proto.data_type() == TensorProto::UNDEFINED) fail("{}: tensor has no data_type", context);
+  const auto dtype = dtype_from_onnx(proto.data_type());
+  if (!dtype) unsupported("{}: unsupported dtype {}", context, onnx_dtype_name(proto.data_type()));
+  if (proto.has_segment()) unsupported("{}: segmented tensors are not supported", context);
+  const std::int64_t numel = checked_numel(proto, context);
+  const auto elem = static_cast<std::int64_t>(dtype_size(*dtype));
+  if (numel > INT64_MAX / elem) fail("{}: tensor is too large", context);
+
+  const std::int64_t nbytes = numel * elem;
+
+  // Validate the source size first, then allocate.
+  if (has_external_data(proto)) {
+    const std::string file = check_external(proto, nbytes, base_dir, context);
+    Tensor out(*dtype, Shape(proto.dims().begin(), proto.dims().end()));
+    read_external(proto, out, file, context);
+    return out;
+  }
+  if (proto.has_raw_data()) {
+    if (static_cast<std::int64_t>(proto.raw_data().size()) != nbytes) {
+      fail("{}: raw_data has {} bytes but {} [{}] needs {}", context, proto.raw_data().size(),
+           dtype_name(*dtype), fmt::join(proto.dims(), ","), nbytes);
+    }
+    Tensor out(*dtype, Shape(proto.dims().begin(), proto.dims().end()));
+    if (nbytes > 0) std::memcpy(out.raw(), proto.raw_data().data(), out.nbytes());
+    return out;
+  }
+  const std::int64_t stored = typed_field_size(proto, *dtype);
+  if (stored != numel) {
+    fail("{}: {} holds {} values but the dims need {}", context, typed_field_name(*dtype), stored,
+         numel);
+  }
+  Tensor out(*dtype, Shape(proto.dims().begin(), proto.dims().end()));
+  copy_typed_fields(proto, out);
+  return out;
+}
+
+void tensor_to_proto(const Tensor& tensor, TensorProto& proto) {
+  proto.clear_dims();
+  for (auto d : tensor.shape()) proto.add_dims(d);
+  proto.set_data_type(dtype_to_onnx(tensor.dtype()));
+  proto.clear_float_data();
+  proto.clear_int32_data();
+  proto.clear_int64_data();
+  proto.clear_double_data();
+  proto.clear_external_data();
+  proto.clear_data_location();
+  proto.set_raw_data(reinterpret_cast<const char*>(tensor.raw()), tensor.nbytes());
+}
+
+Tensor read_tensor_pb(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) fail("tensor file '{}' does not exist", path);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("tensor file '{}' cannot be opened", path);
+  google::protobuf::io::IstreamInputStream raw(&in);
+  google::protobuf::io::CodedInputStream coded(&raw);
+  coded.SetTotalBytesLimit(INT_MAX);
+  TensorProto proto;
+  if (!proto.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
+    fail("'{}' is not a valid serialized TensorProto", path);
+  }
+  const std::string name = proto.name().empty() ? "<unnamed>" : proto.name();
+  std::string folder = fs::path(path).parent_path().string();
+  if (folder.empty()) folder = ".";
+  return tensor_from_proto(proto, folder, fmt::format("tensor file '{}': tensor '{}'", path, name));
+}
+
+}  // namespace orchid

@@ -194,6 +194,15 @@ TEST(ElementwiseKernels, Activations) {
                             })));
 }
 
+TEST(ElementwiseKernels, Shrink) {
+  // |x| <= lambd -> 0, otherwise x moves toward 0 by bias.
+  EXPECT_TRUE(tensors_close(
+      run1("Shrink", f32({5}, {-2, -0.5f, 0, 1, 3}), {{"lambd", 0.75f}, {"bias", 0.5f}}),
+      f32({5}, {-1.5f, 0, 0, 0.5f, 2.5f})));
+  EXPECT_EQ(run1("Shrink", i64({3}, {-3, 0, 4}), {{"lambd", 1.0f}, {"bias", 1.0f}}),
+            i64({3}, {-2, 0, 3}));
+}
+
 TEST(ElementwiseKernels, HandComputedActivationValues) {
   // sigmoid(0) = 0.5, relu(-1) = 0, hardswish(3) = 3, hardswish(-3) = 0.
   EXPECT_TRUE(tensors_close(run1("Sigmoid", f32({1}, {0.0f})), f32({1}, {0.5f})));

@@ -12,6 +12,8 @@ namespace orchid {
 
 namespace {
 
+// Only namespace-scope constants of this type may be captured: a braced list passed
+// directly would leave the lambda pointing at a dead temporary array.
 using DTypes = std::initializer_list<DType>;
 
 // f16 is deliberately absent everywhere but Cast: it is a storage type, and models that
@@ -21,6 +23,7 @@ constexpr DTypes kSignedNumeric = {DType::F32, DType::F64, DType::I64, DType::I3
 constexpr DTypes kNumeric = {DType::F32, DType::F64, DType::I64, DType::I32, DType::I8, DType::U8};
 constexpr DTypes kNumericBool = {DType::F32, DType::F64, DType::I64, DType::I32,
                                  DType::I8,  DType::U8,  DType::Bool};
+constexpr DTypes kFloatOrWideInt = {DType::F32, DType::F64, DType::I64, DType::I32};
 constexpr DTypes kBool = {DType::Bool};
 
 constexpr int kVariadic = std::numeric_limits<int>::max();
@@ -62,8 +65,8 @@ ShapeFunction broadcasting(DTypes allowed, std::optional<DType> out = std::nullo
 
 std::vector<TensorType> infer_pow(const ShapeContext& ctx) {
   // The exponent may have its own dtype (e.g. f32 base, i64 exponent).
-  ctx.require_dtype(0, {DType::F32, DType::F64, DType::I64, DType::I32});
-  ctx.require_dtype(1, {DType::F32, DType::F64, DType::I64, DType::I32});
+  ctx.require_dtype(0, kFloatOrWideInt);
+  ctx.require_dtype(1, kFloatOrWideInt);
   return {{ctx.input_dtype(0),
            broadcast_shapes(ctx.input_shape(0), ctx.input_shape(1), ctx.node().describe())}};
 }
@@ -82,7 +85,7 @@ std::vector<TensorType> infer_mod(const ShapeContext& ctx) {
 }
 
 std::vector<TensorType> infer_prelu(const ShapeContext& ctx) {
-  ctx.require_dtype(0, {DType::F32, DType::F64, DType::I64, DType::I32});
+  ctx.require_dtype(0, kFloatOrWideInt);
   require_same_dtype(ctx, 0, 1);
   const Shape& x = ctx.input_shape(0);
   const Shape& slope = ctx.input_shape(1);
@@ -199,6 +202,7 @@ void register_elementwise_ops(OpSchemaTable& table) {
   }
   add(table, "LeakyRelu", 1, 1, unary(kFloat));
   add(table, "Relu", 1, 1, unary(kSignedNumeric));
+  add(table, "Shrink", 1, 1, unary(kFloatOrWideInt));
   add(table, "Neg", 1, 1, unary(kSignedNumeric));
   add(table, "Abs", 1, 1, unary(kNumeric));
   add(table, "Sign", 1, 1, unary(kNumeric));

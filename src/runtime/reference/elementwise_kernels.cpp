@@ -130,6 +130,17 @@ struct ThresholdedReluOp {
   double alpha;
 };
 
+struct ShrinkOp {
+  explicit ShrinkOp(const Node& n)
+      : bias(n.attr_float("bias", 0.0f)), lambd(n.attr_float("lambd", 0.5f)) {}
+  template <typename T>
+  T operator()(T v) const {
+    const double x = static_cast<double>(v);
+    return static_cast<T>(x < -lambd ? x + bias : (x > lambd ? x - bias : 0.0));
+  }
+  double bias, lambd;
+};
+
 struct ReluOp {
   explicit ReluOp(const Node&) {}
   template <typename T>
@@ -526,6 +537,7 @@ void register_elementwise_kernels(ReferenceKernelTable& table) {
   table["Celu"] = unary_kernel<CeluOp, float, double>;
   table["ThresholdedRelu"] = unary_kernel<ThresholdedReluOp, float, double>;
   table["LeakyRelu"] = unary_kernel<LeakyReluOp, float, double>;
+  table["Shrink"] = unary_kernel<ShrinkOp, float, double, int64_t, int32_t>;
   table["Relu"] = unary_kernel<ReluOp, float, double, int64_t, int32_t, int8_t>;
   table["Neg"] = unary_kernel<NegOp, float, double, int64_t, int32_t, int8_t>;
   table["Abs"] = unary_kernel<AbsOp, float, double, int64_t, int32_t, int8_t, uint8_t>;

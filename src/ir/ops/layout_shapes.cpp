@@ -1,8 +1,277 @@
-// Shape functions of the layout op family.
+// Shape functions of the layout op family. These ops move bytes without arithmetic,
+// so they accept every dtype (exporters route int64 shape tensors through them); Resize
+// in linear mode is the exception and needs f32.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "ir/ops/layout_params.hpp"
 #include "ir/ops/op_families.hpp"
 
 namespace orchid {
 
-void register_layout_ops(OpSchemaTable& table) { (void)table; }
+namespace {
+
+std::vector<std::int64_t> int_input(const ShapeContext& ctx, std::size_t i, const char* what) {
+  const Tensor& t = ctx.required_constant(i, what);
+  if (t.dtype() != DType::I64 && t.dtype() != DType::I32) {
+    ctx.fail("{} must be int64, got {}", what, dtype_name(t.dtype()));
+  }
+  return t.to_int64s();
+}
+
+std::vector<TensorType> infer_transpose(const ShapeContext& ctx) {
+  const TensorType x = ctx.input(0);
+  const auto perm = transpose_perm(ctx.node(), x.shape.size());
+  Shape out(x.shape.size());
+  for (std::size_t i = 0; i < perm.size(); ++i) out[i] = x.shape[static_cast<std::size_t>(perm[i])];
+  return {{x.dtype, out}};
+}
+
+std::vector<TensorType> infer_reshape(const ShapeContext& ctx) {
+  const TensorType x = ctx.input(0);
+  const Tensor& shape = ctx.required_constant(1, "target shape");
+  return {{x.dtype, reshape_target(ctx.node(), x.shape, shape)}};
+}
+
+std::vector<TensorType> infer_flatten(const ShapeContext& ctx) {
+  const TensorType x = ctx.input(0);
+  const auto rank = static_cast<std::int64_t>(x.shape.size());
+  std::int64_t axis = ctx.node().attr_int("axis", 1);
+  if (axis < -rank || axis > rank) ctx.fail("axis {} is out of range for rank {}", axis, rank);
+  if (axis < 0) axis += rank;
+  std::int64_t outer = 1, inner = 1;
+  for (std::int64_t i = 0; i < rank; ++i)
+    (i < axis ? outer : inner) *= x.shape[static_cast<std::size_t>(i)];
+  return {{x.dtype, {outer, inner}}};
+}
+
+std::vector<std::int64_t> squeeze_axes(const ShapeContext& ctx, bool required) {
+  if (ctx.has_input(1)) return int_input(ctx, 1, "axes");
+  if (ctx.node().has_attribute("axes")) return ctx.node().attr_ints("axes", {});
+  if (required) ctx.fail("axes input is required");
+  return {};
+}
+
+std::vector<TensorType> infer_squeeze(const ShapeContext& ctx) {
+  const TensorType x = ctx.input(0);
+  const auto rank = static_cast<std::int64_t>(x.shape.size());
+  const bool given = ctx.has_input(1) || ctx.node().has_attribute("axes");
+  const auto axes = normalized_axes(ctx.node(), squeeze_axes(ctx, false), rank);
+  std::vector<bool> drop(x.shape.size(), false);
+  for (auto a : axes) {
+    if (x.shape[static_cast<std::size_t>(a)] != 1) {
+      ctx.fail("cannot squeeze axis {} of size {} in {}", a, x.shape[static_cast<std::size_t>(a)],
+               shape_to_string(x.shape));
+    }
+    drop[static_cast<std::size_t>(a)] = true;
+  }
+  Shape out;
+  for (std::size_t i = 0; i < x.shape.size(); ++i) {
+    if (given ? !drop[i] : x.shape[i] != 1) out.push_back(x.shape[i]);
+  }
+  return {{x.dtype, out}};
+}
+
+std::vector<TensorType> infer_unsqueeze(const ShapeContext& ctx) {
+  const TensorType x = ctx.input(0);
+  const auto raw = squeeze_axes(ctx, true);
+  const auto rank = static_cast<std::int64_t>(x.shape.size() + raw.size());
+  const auto axes = normalized_axes(ctx.node(), raw, rank);
+  std::vector<bool> inserted(static_cast<std::size_t>(rank), false);
+  for (auto a : axes) inserted[static_cast<std::size_t>(a)] = true;
+  Shape out;
+  std::size_t next = 0;
+  for (std::int64_t i = 0; i < rank; ++i) {
+    out.push_back(inserted[static_cast<std::size_t>(i)] ? 1 : x.shape[next++]);
+  }
+  return {{x.dtype, out}};
+}
+
+std::vector<TensorType> infer_concat(const ShapeContext& ctx) {
+  const TensorType first = ctx.input(0);
+  const auto rank = static_cast<std::int64_t>(first.shape.size());
+  if (rank == 0) ctx.fail("cannot concatenate scalars");
+  const std::int64_t axis =
+      normalize_axis(ctx.node().required_int("axis"), rank, ctx.node().describe());
+  Shape out = first.shape;
+  out[static_cast<std::size_t>(axis)] = 0;
+  for (std::size_t i = 0; i < ctx.num_inputs(); ++i) {
+    const TensorType t = ctx.input(i);
+    if (t.dtype != first.dtype) {
+      ctx.fail("input {} has dtype {} but input 0 has {}", i, dtype_name(t.dtype),
+               dtype_name(first.dtype));
+    }
+    bool ok = t.shape.size() == first.shape.size();
+    for (std::size_t d = 0; ok && d < t.shape.size(); ++d) {
+      ok = static_cast<std::int64_t>(d) == axis || t.shape[d] == first.shape[d];
+    }
+    if (!ok) {
+      ctx.fail("input {} has shape {}, incompatible with {} along axis {}", i,
+               shape_to_string(t.shape), shape_to_string(first.shape), axis);
+    }
+    out[static_cast<std::size_t>(axis)] += t.shape[static_cast<std::size_t>(axis)];
+  }
+  return {{first.dtype, out}};
+}
+
+std::vector<TensorType> infer_split(const ShapeContext& ctx) {
+  const TensorType x = ctx.input(0);
+  const auto rank = static_cast<std::int64_t>(x.shape.size());
+  const std::int64_t axis =
+      normalize_axis(ctx.node().attr_int("axis", 0), rank, ctx.node().describe());
+  const Tensor* split = ctx.has_input(1) ? &ctx.required_constant(1, "split sizes") : nullptr;
+  const auto sizes = split_sizes(ctx.node(), x.shape[static_cast<std::size_t>(axis)], split,
+                                 ctx.node().outputs.size());
+  std::vector<TensorType> out;
+  for (auto s : sizes) {
+    Shape shape = x.shape;
+    shape[static_cast<std::size_t>(axis)] = s;
+    out.push_back({x.dtype, shape});
+  }
+  return out;
+}
+
+std::vector<TensorType> infer_slice(const ShapeContext& ctx) {
+  const TensorType x = ctx.input(0);
+  const Tensor& starts = ctx.required_constant(1, "starts");
+  const Tensor& ends = ctx.required_constant(2, "ends");
+  const Tensor* axes = ctx.has_input(3) ? &ctx.required_constant(3, "axes") : nullptr;
+  const Tensor* steps = ctx.has_input(4) ? &ctx.required_constant(4, "steps") : nullptr;
+  return {{x.dtype, slice_plan(ctx.node(), x.shape, starts, ends, axes, steps).output}};
+}
+
+std::vector<TensorType> infer_pad(const ShapeContext& ctx) {
+  const TensorType x = ctx.input(0);
+  const std::string mode = ctx.node().attr_string("mode", "constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge") ctx.unsupported("mode '{}'", mode);
+  const Tensor& pads = ctx.required_constant(1, "pads");
+  if (ctx.has_input(2)) {
+    const TensorType v = ctx.input(2);
+    if (v.dtype != x.dtype || shape_numel(v.shape) != 1) {
+      ctx.fail("constant_value must be one {} value, got {} {}", dtype_name(x.dtype),
+               dtype_name(v.dtype), shape_to_string(v.shape));
+    }
+  }
+  const Tensor* axes = ctx.has_input(3) ? &ctx.required_constant(3, "axes") : nullptr;
+  const PadPlan plan = pad_plan(ctx.node(), x.shape, pads, axes);
+  if (mode != "constant") {
+    for (std::size_t a = 0; a < x.shape.size(); ++a) {
+      // Edge and reflect need something to copy from.
+      if ((plan.before[a] > 0 || plan.after[a] > 0) && x.shape[a] == 0) {
+        ctx.fail("cannot {}-pad empty axis {}", mode, a);
+      }
+    }
+  }
+  return {{x.dtype, plan.output}};
+}
+
+std::vector<TensorType> infer_resize(const ShapeContext& ctx) {
+  const TensorType x = ctx.input(0);
+  const Node& node = ctx.node();
+  const std::string mode = node.attr_string("mode", "nearest");
+  if (mode != "nearest" && mode != "linear") ctx.unsupported("mode '{}'", mode);
+  const std::string ctm = node.attr_string("coordinate_transformation_mode", "half_pixel");
+  if (ctm != "half_pixel" && ctm != "pytorch_half_pixel" && ctm != "align_corners" &&
+      ctm != "asymmetric" && ctm != "tf_half_pixel_for_nn") {
+    ctx.unsupported("coordinate_transformation_mode '{}'", ctm);
+  }
+  if (mode == "nearest") {
+    const std::string nm = node.attr_string("nearest_mode", "round_prefer_floor");
+    if (nm != "round_prefer_floor" && nm != "round_prefer_ceil" && nm != "floor" && nm != "ceil") {
+      ctx.unsupported("nearest_mode '{}'", nm);
+    }
+  } else {
+    ctx.require_dtype(0, {DType::F32});
+  }
+  if (node.attr_int("antialias", 0) != 0) ctx.unsupported("antialias=1");
+  const std::string policy = node.attr_string("keep_aspect_ratio_policy", "stretch");
+  if (policy != "stretch") ctx.unsupported("keep_aspect_ratio_policy '{}'", policy);
+  const Tensor* scales = ctx.has_input(2) ? &ctx.required_constant(2, "scales") : nullptr;
+  const Tensor* sizes = ctx.has_input(3) ? &ctx.required_constant(3, "sizes") : nullptr;
+  return {{x.dtype, resize_plan(node, x.shape, scales, sizes).output}};
+}
+
+std::vector<TensorType> infer_gather(const ShapeContext& ctx) {
+  const TensorType x = ctx.input(0);
+  ctx.require_dtype(1, {DType::I64, DType::I32});
+  const Shape& idx = ctx.input_shape(1);
+  const auto rank = static_cast<std::int64_t>(x.shape.size());
+  if (rank == 0) ctx.fail("data must have rank >= 1");
+  const auto axis = static_cast<std::size_t>(
+      normalize_axis(ctx.node().attr_int("axis", 0), rank, ctx.node().describe()));
+  Shape out(x.shape.begin(), x.shape.begin() + static_cast<std::ptrdiff_t>(axis));
+  out.insert(out.end(), idx.begin(), idx.end());
+  out.insert(out.end(), x.shape.begin() + static_cast<std::ptrdiff_t>(axis) + 1, x.shape.end());
+  // Constant indices can be range-checked now, so bad models fail at import.
+  if (const Tensor* c = ctx.constant(1)) {
+    const std::int64_t dim = x.shape[axis];
+    for (auto v : c->to_int64s()) {
+      if (v < -dim || v >= dim) ctx.fail("index {} is out of range for axis of size {}", v, dim);
+    }
+  }
+  return {{x.dtype, out}};
+}
+
+std::vector<TensorType> infer_expand(const ShapeContext& ctx) {
+  const TensorType x = ctx.input(0);
+  const auto shape = int_input(ctx, 1, "target shape");
+  return {{x.dtype, broadcast_shapes(x.shape, shape, ctx.node().describe())}};
+}
+
+std::vector<TensorType> infer_tile(const ShapeContext& ctx) {
+  const TensorType x = ctx.input(0);
+  const auto repeats = int_input(ctx, 1, "repeats");
+  if (repeats.size() != x.shape.size()) {
+    ctx.fail("repeats has {} values for an input of rank {}", repeats.size(), x.shape.size());
+  }
+  Shape out = x.shape;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (repeats[i] < 0) ctx.fail("repeats [{}] has a negative value", fmt::join(repeats, ","));
+    out[i] *= repeats[i];
+  }
+  return {{x.dtype, out}};
+}
+
+std::vector<TensorType> infer_depth_to_space(const ShapeContext& ctx) {
+  const TensorType x = ctx.input(0);
+  const std::int64_t b = ctx.node().required_int("blocksize");
+  if (x.shape.size() != 4) ctx.fail("input must be 4-D, got {}", shape_to_string(x.shape));
+  if (b < 1 || x.shape[1] % (b * b) != 0) {
+    ctx.fail("channels {} not divisible by blocksize^2 ({})", x.shape[1], b * b);
+  }
+  const std::string mode = ctx.node().attr_string("mode", "DCR");
+  if (mode != "DCR" && mode != "CRD") ctx.fail("mode must be DCR or CRD, got '{}'", mode);
+  return {{x.dtype, {x.shape[0], x.shape[1] / (b * b), x.shape[2] * b, x.shape[3] * b}}};
+}
+
+std::vector<TensorType> infer_space_to_depth(const ShapeContext& ctx) {
+  const TensorType x = ctx.input(0);
+  const std::int64_t b = ctx.node().required_int("blocksize");
+  if (x.shape.size() != 4) ctx.fail("input must be 4-D, got {}", shape_to_string(x.shape));
+  if (b < 1 || x.shape[2] % b != 0 || x.shape[3] % b != 0) {
+    ctx.fail("spatial dims {}x{} not divisible by blocksize {}", x.shape[2], x.shape[3], b);
+  }
+  return {{x.dtype, {x.shape[0], x.shape[1] * b * b, x.shape[2] / b, x.shape[3] / b}}};
+}
+
+}  // namespace
+
+void register_layout_ops(OpSchemaTable& table) {
+  table["Transpose"] = {"Transpose", 1, 1, 1, 1, infer_transpose};
+  table["Reshape"] = {"Reshape", 2, 2, 1, 1, infer_reshape};
+  table["Flatten"] = {"Flatten", 1, 1, 1, 1, infer_flatten};
+  table["Squeeze"] = {"Squeeze", 1, 2, 1, 1, infer_squeeze};
+  table["Unsqueeze"] = {"Unsqueeze", 1, 2, 1, 1, infer_unsqueeze};
+  table["Concat"] = {"Concat", 1, 1 << 20, 1, 1, infer_concat};
+  table["Split"] = {"Split", 1, 2, 1, 1 << 20, infer_split};
+  table["Slice"] = {"Slice", 3, 5, 1, 1, infer_slice};
+  table["Pad"] = {"Pad", 2, 4, 1, 1, infer_pad};
+  table["Resize"] = {"Resize", 1, 4, 1, 1, infer_resize};
+  table["Gather"] = {"Gather", 2, 2, 1, 1, infer_gather};
+  table["Expand"] = {"Expand", 2, 2, 1, 1, infer_expand};
+  table["Tile"] = {"Tile", 2, 2, 1, 1, infer_tile};
+  table["DepthToSpace"] = {"DepthToSpace", 1, 1, 1, 1, infer_depth_to_space};
+  table["SpaceToDepth"] = {"SpaceToDepth", 1, 1, 1, 1, infer_space_to_depth};
+}
 
 }  // namespace orchid

@@ -1,0 +1,246 @@
+#include "ir/ops/layout_params.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "util/error.hpp"
+
+namespace orchid {
+
+std::vector<std::int64_t> normalized_axes(const Node& node, const std::vector<std::int64_t>& axes,
+                                          std::int64_t rank) {
+  std::vector<std::int64_t> out;
+  std::vector<bool> seen(static_cast<std::size_t>(rank), false);
+  for (auto a : axes) {
+    if (a < -rank || a >= rank) {
+      fail("{}: axis {} is out of range for rank {}", node.describe(), a, rank);
+    }
+    const std::int64_t n = a < 0 ? a + rank : a;
+    if (seen[static_cast<std::size_t>(n)]) {
+      fail("{}: axis {} appears twice in [{}]", node.describe(), n, fmt::join(axes, ","));
+    }
+    seen[static_cast<std::size_t>(n)] = true;
+    out.push_back(n);
+  }
+  return out;
+}
+
+std::vector<std::int64_t> transpose_perm(const Node& node, std::size_t rank) {
+  std::vector<std::int64_t> reversed(rank);
+  for (std::size_t i = 0; i < rank; ++i) reversed[i] = static_cast<std::int64_t>(rank - 1 - i);
+  std::vector<std::int64_t> perm = node.attr_ints("perm", reversed);
+  if (perm.size() != rank) {
+    fail("{}: perm [{}] has {} entries for an input of rank {}", node.describe(),
+         fmt::join(perm, ","), perm.size(), rank);
+  }
+  std::vector<bool> seen(rank, false);
+  for (auto p : perm) {
+    if (p < 0 || p >= static_cast<std::int64_t>(rank) || seen[static_cast<std::size_t>(p)]) {
+      fail("{}: perm [{}] is not a permutation of 0..{}", node.describe(), fmt::join(perm, ","),
+           rank - 1);
+    }
+    seen[static_cast<std::size_t>(p)] = true;
+  }
+  return perm;
+}
+
+Shape reshape_target(const Node& node, const Shape& input, const Tensor& shape) {
+  if (shape.rank() != 1) fail("{}: shape input must be 1-D", node.describe());
+  const bool allowzero = node.attr_int("allowzero", 0) != 0;
+  Shape out = shape.to_int64s();
+  std::int64_t infer_at = -1;
+  std::int64_t known = 1;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (out[i] == 0 && !allowzero) {
+      if (i >= input.size()) {
+        fail("{}: shape [{}] copies dimension {} but the input has rank {}", node.describe(),
+             fmt::join(out, ","), i, input.size());
+      }
+      out[i] = input[i];
+    }
+    if (out[i] == -1) {
+      if (infer_at >= 0)
+        fail("{}: shape [{}] has more than one -1", node.describe(), fmt::join(out, ","));
+      infer_at = static_cast<std::int64_t>(i);
+      continue;
+    }
+    if (out[i] < 0)
+      fail("{}: shape [{}] has a negative dimension", node.describe(), fmt::join(out, ","));
+    known *= out[i];
+  }
+  const std::int64_t numel = shape_numel(input);
+  if (infer_at >= 0) {
+    if (known == 0 || numel % known != 0) {
+      fail("{}: cannot infer the -1 in shape [{}] for an input of {} elements", node.describe(),
+           fmt::join(shape.to_int64s(), ","), numel);
+    }
+    out[static_cast<std::size_t>(infer_at)] = numel / known;
+  } else if (known != numel) {
+    fail("{}: cannot reshape {} ({} elements) to {}", node.describe(), shape_to_string(input),
+         numel, shape_to_string(out));
+  }
+  return out;
+}
+
+SlicePlan slice_plan(const Node& node, const Shape& input, const Tensor& starts, const Tensor& ends,
+                     const Tensor* axes, const Tensor* steps) {
+  const std::int64_t rank = static_cast<std::int64_t>(input.size());
+  const auto s = starts.to_int64s();
+  const auto e = ends.to_int64s();
+  std::vector<std::int64_t> ax;
+  if (axes && axes->numel() > 0) {
+    ax = normalized_axes(node, axes->to_int64s(), rank);
+  } else {
+    for (std::size_t i = 0; i < s.size(); ++i) ax.push_back(static_cast<std::int64_t>(i));
+  }
+  std::vector<std::int64_t> st(s.size(), 1);
+  if (steps && steps->numel() > 0) st = steps->to_int64s();
+  if (e.size() != s.size() || ax.size() != s.size() || st.size() != s.size()) {
+    fail("{}: starts, ends, axes and steps must have equal lengths ({}, {}, {}, {})",
+         node.describe(), s.size(), e.size(), ax.size(), st.size());
+  }
+  SlicePlan plan;
+  plan.start.assign(input.size(), 0);
+  plan.step.assign(input.size(), 1);
+  plan.output = input;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const std::size_t a = static_cast<std::size_t>(ax[i]);
+    const std::int64_t dim = input[a];
+    const std::int64_t step = st[i];
+    if (step == 0) fail("{}: step on axis {} is zero", node.describe(), a);
+    // ONNX clamping: negatives count from the end, then clamp to the valid range for
+    // the direction of travel ([0, dim] forward, [-1, dim-1] backward for the end).
+    auto wrap = [dim](std::int64_t v) {
+      if (v < 0) v = v < std::numeric_limits<std::int64_t>::min() + dim ? -1 : v + dim;
+      return v;
+    };
+    std::int64_t b = wrap(s[i]);
+    std::int64_t f = wrap(e[i]);
+    if (step > 0) {
+      b = std::clamp<std::int64_t>(b, 0, dim);
+      f = std::clamp<std::int64_t>(f, 0, dim);
+    } else {
+      b = std::clamp<std::int64_t>(b, 0, dim - 1);
+      f = std::clamp<std::int64_t>(f, -1, dim - 1);
+    }
+    std::int64_t count = 0;
+    if (step > 0 && f > b) count = (f - b + step - 1) / step;
+    if (step < 0 && b > f) count = (b - f + (-step) - 1) / (-step);
+    plan.start[a] = count > 0 ? b : 0;
+    plan.step[a] = step;
+    plan.output[a] = count;
+  }
+  return plan;
+}
+
+PadPlan pad_plan(const Node& node, const Shape& input, const Tensor& pads, const Tensor* axes) {
+  const std::int64_t rank = static_cast<std::int64_t>(input.size());
+  std::vector<std::int64_t> ax;
+  if (axes && axes->numel() > 0) {
+    ax = normalized_axes(node, axes->to_int64s(), rank);
+  } else {
+    for (std::int64_t i = 0; i < rank; ++i) ax.push_back(i);
+  }
+  const auto p = pads.to_int64s();
+  if (p.size() != 2 * ax.size()) {
+    fail("{}: pads has {} values, expected {}", node.describe(), p.size(), 2 * ax.size());
+  }
+  PadPlan plan;
+  plan.before.assign(input.size(), 0);
+  plan.after.assign(input.size(), 0);
+  plan.output = input;
+  for (std::size_t i = 0; i < ax.size(); ++i) {
+    const std::size_t a = static_cast<std::size_t>(ax[i]);
+    plan.before[a] = p[i];
+    plan.after[a] = p[i + ax.size()];
+    plan.output[a] = input[a] + plan.before[a] + plan.after[a];
+    if (plan.output[a] < 0) {
+      fail("{}: pads [{}] crop axis {} of size {} below zero", node.describe(), fmt::join(p, ","),
+           a, input[a]);
+    }
+  }
+  return plan;
+}
+
+std::vector<std::int64_t> split_sizes(const Node& node, std::int64_t dim, const Tensor* split,
+                                      std::size_t num_outputs) {
+  std::vector<std::int64_t> sizes;
+  if (split && split->numel() > 0) {
+    sizes = split->to_int64s();
+  } else if (node.has_attribute("split")) {  // pre-13 attribute form, kept for leniency
+    sizes = node.attr_ints("split", {});
+  }
+  if (!sizes.empty()) {
+    std::int64_t total = 0;
+    for (auto v : sizes) {
+      if (v < 0) fail("{}: split [{}] has a negative size", node.describe(), fmt::join(sizes, ","));
+      total += v;
+    }
+    if (sizes.size() != num_outputs || total != dim) {
+      fail("{}: split [{}] does not divide a dimension of {} into {} outputs", node.describe(),
+           fmt::join(sizes, ","), dim, num_outputs);
+    }
+    return sizes;
+  }
+  const auto n = static_cast<std::int64_t>(
+      node.attr_int("num_outputs", static_cast<std::int64_t>(num_outputs)));
+  if (n != static_cast<std::int64_t>(num_outputs) || n < 1) {
+    fail("{}: num_outputs {} but the node has {} outputs", node.describe(), n, num_outputs);
+  }
+  if (dim % n == 0) return std::vector<std::int64_t>(static_cast<std::size_t>(n), dim / n);
+  if (!node.has_attribute("num_outputs")) {
+    fail("{}: dimension {} cannot be split equally into {} outputs", node.describe(), dim, n);
+  }
+  // Opset 18 rule: chunks of ceil(dim / n), the last one smaller.
+  const std::int64_t chunk = (dim + n - 1) / n;
+  for (std::int64_t i = 0; i < n; ++i) {
+    sizes.push_back(std::clamp<std::int64_t>(dim - i * chunk, 0, chunk));
+  }
+  return sizes;
+}
+
+ResizePlan resize_plan(const Node& node, const Shape& input, const Tensor* scales,
+                       const Tensor* sizes) {
+  const std::int64_t rank = static_cast<std::int64_t>(input.size());
+  const bool has_scales = scales && scales->numel() > 0;
+  const bool has_sizes = sizes && sizes->numel() > 0;
+  if (has_scales == has_sizes) {
+    fail("{}: exactly one of scales and sizes must be given", node.describe());
+  }
+  std::vector<std::int64_t> ax;
+  if (node.has_attribute("axes")) {
+    ax = normalized_axes(node, node.attr_ints("axes", {}), rank);
+  } else {
+    for (std::int64_t i = 0; i < rank; ++i) ax.push_back(i);
+  }
+  ResizePlan plan;
+  plan.scales.assign(input.size(), 1.0);
+  plan.output = input;
+  const std::int64_t given = has_scales ? scales->numel() : sizes->numel();
+  if (given != static_cast<std::int64_t>(ax.size())) {
+    fail("{}: {} has {} values for {} axes", node.describe(), has_scales ? "scales" : "sizes",
+         given, ax.size());
+  }
+  for (std::size_t i = 0; i < ax.size(); ++i) {
+    const std::size_t a = static_cast<std::size_t>(ax[i]);
+    if (has_scales) {
+      // The float scale times the size in double, floored, as the ONNX reference does.
+      const double sc = scales->get_as_double(static_cast<std::int64_t>(i));
+      if (!(sc > 0)) fail("{}: scale {} on axis {} must be positive", node.describe(), sc, a);
+      plan.scales[a] = sc;
+      plan.output[a] = static_cast<std::int64_t>(std::floor(static_cast<double>(input[a]) * sc));
+    } else {
+      const std::int64_t n = sizes->get_as_int64(static_cast<std::int64_t>(i));
+      if (n < 0) fail("{}: size {} on axis {} is negative", node.describe(), n, a);
+      plan.output[a] = n;
+      plan.scales[a] = input[a] > 0 ? static_cast<double>(n) / static_cast<double>(input[a]) : 1.0;
+    }
+  }
+  return plan;
+}
+
+}  // namespace orchid

@@ -1,0 +1,55 @@
+// Attribute and constant-input parsing for the layout ops, shared by their shape
+// functions and reference kernels so that both always see the same plan. Every
+// function throws orchid::Error naming the node when the parameters are malformed.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ir/node.hpp"
+#include "ir/tensor.hpp"
+
+namespace orchid {
+
+// Transpose: the `perm` attribute, or reversed axes; checked to be a permutation.
+std::vector<std::int64_t> transpose_perm(const Node& node, std::size_t rank);
+
+// Reshape: resolves 0 (copy, unless allowzero) and -1 (infer).
+Shape reshape_target(const Node& node, const Shape& input, const Tensor& shape);
+
+// Slice: per input axis, the first element and the step (1 for untouched axes).
+struct SlicePlan {
+  std::vector<std::int64_t> start;
+  std::vector<std::int64_t> step;
+  Shape output;
+};
+SlicePlan slice_plan(const Node& node, const Shape& input, const Tensor& starts, const Tensor& ends,
+                     const Tensor* axes, const Tensor* steps);
+
+// Pad: per axis, elements added before and after (negative crops).
+struct PadPlan {
+  std::vector<std::int64_t> before;
+  std::vector<std::int64_t> after;
+  Shape output;
+};
+PadPlan pad_plan(const Node& node, const Shape& input, const Tensor& pads, const Tensor* axes);
+
+// Split: sizes of the outputs along `axis`.
+std::vector<std::int64_t> split_sizes(const Node& node, std::int64_t dim, const Tensor* split,
+                                      std::size_t num_outputs);
+
+// Resize: per axis the scale used by the coordinate transform (the given scale, or
+// out/in when sizes were given) and the output shape.
+struct ResizePlan {
+  std::vector<double> scales;
+  Shape output;
+};
+// `scales` / `sizes` may be null or empty (numel 0) when absent.
+ResizePlan resize_plan(const Node& node, const Shape& input, const Tensor* scales,
+                       const Tensor* sizes);
+
+// Axes from an int64 tensor, normalised against `rank`, checked for duplicates.
+std::vector<std::int64_t> normalized_axes(const Node& node, const std::vector<std::int64_t>& axes,
+                                          std::int64_t rank);
+
+}  // namespace orchid

@@ -1,0 +1,257 @@
+// Layout ops: shape inference (Reshape 0/-1, Slice negatives and clamping, ...), refusals,
+// and kernels on several dtypes, with expected values written out by hand.
+#include <gtest/gtest.h>
+
+#include "op_test_util.hpp"
+#include "util/error.hpp"
+
+namespace orchid {
+namespace {
+
+using testing::f32;
+using testing::i64;
+using testing::OpInput;
+using testing::run_single_op;
+using testing::single_op_graph;
+using testing::tensors_close;
+
+using Ints = std::vector<std::int64_t>;
+
+Tensor iota_f32(Shape shape) {
+  Tensor t(DType::F32, shape);
+  float v = 0.0f;
+  for (float& x : t.values<float>()) x = v++;
+  return t;
+}
+
+Tensor iota_i64(Shape shape) {
+  Tensor t(DType::I64, shape);
+  std::int64_t v = 0;
+  for (auto& x : t.values<std::int64_t>()) x = v++;
+  return t;
+}
+
+OpInput c64(const std::string& name, Ints values) {
+  return {name, Tensor::from_int64s(values), true};
+}
+
+Shape shape_of(const std::string& op, const std::vector<OpInput>& inputs,
+               std::map<std::string, Attribute> attrs = {}) {
+  return single_op_graph(op, inputs, std::move(attrs)).tensor("y0").shape;
+}
+
+TEST(LayoutTranspose, DefaultPermReversesAndWorksOnEveryDtype) {
+  auto y = run_single_op("Transpose", {{"x", iota_f32({2, 3})}});
+  EXPECT_TRUE(tensors_close(y[0], f32({3, 2}, {0, 3, 1, 4, 2, 5})));
+  auto z = run_single_op("Transpose", {{"x", iota_i64({2, 3, 2})}}, {{"perm", Ints{1, 2, 0}}});
+  EXPECT_EQ(z[0], i64({3, 2, 2}, {0, 6, 1, 7, 2, 8, 3, 9, 4, 10, 5, 11}));
+  Tensor h(DType::F16, {2, 2});
+  auto hv = h.values<std::uint16_t>();
+  for (int i = 0; i < 4; ++i) hv[i] = static_cast<std::uint16_t>(0x3c00 + i);
+  auto hy = run_single_op("Transpose", {{"x", h}});
+  EXPECT_EQ(hy[0].values<std::uint16_t>()[1], 0x3c02);
+  EXPECT_THROW(shape_of("Transpose", {{"x", iota_f32({2, 3})}}, {{"perm", Ints{0, 0}}}), Error);
+}
+
+TEST(LayoutReshape, ZeroCopiesMinusOneInfers) {
+  EXPECT_EQ(shape_of("Reshape", {{"x", iota_f32({2, 3, 4})}, c64("s", {0, -1})}), (Shape{2, 12}));
+  EXPECT_EQ(shape_of("Reshape", {{"x", iota_f32({2, 3, 4})}, c64("s", {-1, 0, 2})}),
+            (Shape{4, 3, 2}));
+  EXPECT_EQ(shape_of("Reshape", {{"x", iota_f32({0, 3})}, c64("s", {3, 0})},
+                     {{"allowzero", std::int64_t{1}}}),
+            (Shape{3, 0}));
+  EXPECT_THROW(shape_of("Reshape", {{"x", iota_f32({2, 3})}, c64("s", {4, -1})}), Error);
+  EXPECT_THROW(shape_of("Reshape", {{"x", iota_f32({2, 3})}, c64("s", {-1, -1})}), Error);
+  auto y = run_single_op("Reshape", {{"x", iota_i64({2, 3})}, c64("s", {3, 2})});
+  EXPECT_EQ(y[0], iota_i64({3, 2}));
+}
+
+TEST(LayoutReshape, NonConstantShapeIsUnsupported) {
+  try {
+    single_op_graph("Reshape", {{"x", iota_f32({2, 3})}, {"s", Tensor::from_int64s({3, 2})}});
+    FAIL() << "expected UnsupportedError";
+  } catch (const UnsupportedError& e) {
+    EXPECT_NE(std::string(e.what()).find("Reshape node 'n0'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(LayoutFlattenSqueezeUnsqueeze, Shapes) {
+  EXPECT_EQ(shape_of("Flatten", {{"x", iota_f32({2, 3, 4})}}), (Shape{2, 12}));
+  EXPECT_EQ(shape_of("Flatten", {{"x", iota_f32({2, 3, 4})}}, {{"axis", std::int64_t{0}}}),
+            (Shape{1, 24}));
+  EXPECT_EQ(shape_of("Flatten", {{"x", iota_f32({2, 3, 4})}}, {{"axis", std::int64_t{-1}}}),
+            (Shape{6, 4}));
+  EXPECT_EQ(shape_of("Squeeze", {{"x", iota_f32({1, 3, 1, 2})}}), (Shape{3, 2}));
+  EXPECT_EQ(shape_of("Squeeze", {{"x", iota_f32({1, 3, 1, 2})}, c64("a", {-2})}), (Shape{1, 3, 2}));
+  EXPECT_THROW(shape_of("Squeeze", {{"x", iota_f32({1, 3})}, c64("a", {1})}), Error);
+  EXPECT_EQ(shape_of("Unsqueeze", {{"x", iota_f32({3, 4})}, c64("a", {0, -1})}),
+            (Shape{1, 3, 4, 1}));
+  EXPECT_EQ(shape_of("Unsqueeze", {{"x", Tensor::from_int64s({5}).reshaped({})}, c64("a", {0})}),
+            (Shape{1}));
+  EXPECT_THROW(shape_of("Unsqueeze", {{"x", iota_f32({3})}, c64("a", {0, 0})}), Error);
+  auto y = run_single_op("Unsqueeze", {{"x", iota_i64({3})}, c64("a", {1})});
+  EXPECT_EQ(y[0], iota_i64({3, 1}));
+}
+
+TEST(LayoutConcat, AlongAxisAnyDtype) {
+  auto y = run_single_op("Concat", {{"a", iota_f32({2, 1})}, {"b", f32({2, 2}, {7, 8, 9, 10})}},
+                         {{"axis", std::int64_t{-1}}});
+  EXPECT_TRUE(tensors_close(y[0], f32({2, 3}, {0, 7, 8, 1, 9, 10})));
+  // Shape-plumbing case: int64 vectors, one of them empty.
+  auto z =
+      run_single_op("Concat", {{"a", i64({2}, {1, 2})}, {"b", i64({0}, {})}, {"c", i64({1}, {-1})}},
+                    {{"axis", std::int64_t{0}}});
+  EXPECT_EQ(z[0], i64({3}, {1, 2, -1}));
+  EXPECT_THROW(shape_of("Concat", {{"a", iota_f32({2, 1})}, {"b", iota_f32({3, 1})}},
+                        {{"axis", std::int64_t{1}}}),
+               Error);
+}
+
+TEST(LayoutSplit, ExplicitAndEqual) {
+  auto y = run_single_op("Split", {{"x", iota_f32({2, 5})}, c64("s", {2, 3})},
+                         {{"axis", std::int64_t{1}}}, 2);
+  EXPECT_TRUE(tensors_close(y[0], f32({2, 2}, {0, 1, 5, 6})));
+  EXPECT_TRUE(tensors_close(y[1], f32({2, 3}, {2, 3, 4, 7, 8, 9})));
+  auto z = run_single_op("Split", {{"x", iota_i64({6})}}, {}, 3);
+  EXPECT_EQ(z[2], i64({2}, {4, 5}));
+  EXPECT_THROW(single_op_graph("Split", {{"x", iota_f32({5})}}, {}, 2), Error);
+  auto u = run_single_op("Split", {{"x", iota_i64({5})}}, {{"num_outputs", std::int64_t{2}}}, 2);
+  EXPECT_EQ(u[0], i64({3}, {0, 1, 2}));
+  EXPECT_EQ(u[1], i64({2}, {3, 4}));
+}
+
+TEST(LayoutSlice, NegativesClampingAndSteps) {
+  Tensor x = iota_f32({4, 5});
+  // Ends beyond the dimension clamp; negative starts count from the end.
+  EXPECT_EQ(shape_of("Slice", {{"x", x}, c64("s", {-3, 1}), c64("e", {1000, -1})}), (Shape{3, 3}));
+  auto y = run_single_op(
+      "Slice", {{"x", x}, c64("s", {1, 0}), c64("e", {3, 5}), c64("a", {0, 1}), c64("t", {1, 2})});
+  EXPECT_TRUE(tensors_close(y[0], f32({2, 3}, {5, 7, 9, 10, 12, 14})));
+  // Negative step walks backwards; INT64 min/max style ends clamp.
+  auto r = run_single_op(
+      "Slice",
+      {{"x", iota_i64({5})}, c64("s", {-1}), c64("e", {INT64_MIN}), c64("a", {0}), c64("t", {-2})});
+  EXPECT_EQ(r[0], i64({3}, {4, 2, 0}));
+  auto e = run_single_op("Slice", {{"x", iota_i64({5})}, c64("s", {3}), c64("e", {1})});
+  EXPECT_EQ(e[0].shape(), (Shape{0}));
+  EXPECT_THROW(
+      shape_of("Slice", {{"x", x}, c64("s", {0}), c64("e", {1}), c64("a", {0}), c64("t", {0})}),
+      Error);
+  EXPECT_THROW(single_op_graph("Slice", {{"x", x}, {"s", Tensor::from_int64s({0})}, c64("e", {1})}),
+               UnsupportedError);
+}
+
+TEST(LayoutPad, ConstantReflectEdge) {
+  Tensor x = f32({2, 3}, {1, 2, 3, 4, 5, 6});
+  auto c = run_single_op("Pad", {{"x", x}, c64("p", {0, 1, 1, 0}), {"v", Tensor::scalar_f32(9)}});
+  EXPECT_TRUE(tensors_close(c[0], f32({3, 4}, {9, 1, 2, 3, 9, 4, 5, 6, 9, 9, 9, 9})));
+  auto r =
+      run_single_op("Pad", {{"x", x}, c64("p", {0, 2, 0, 1})}, {{"mode", std::string("reflect")}});
+  EXPECT_TRUE(tensors_close(r[0], f32({2, 6}, {3, 2, 1, 2, 3, 2, 6, 5, 4, 5, 6, 5})));
+  auto e =
+      run_single_op("Pad", {{"x", x}, c64("p", {1, 1, 0, 0})}, {{"mode", std::string("edge")}});
+  EXPECT_TRUE(tensors_close(e[0], f32({3, 4}, {1, 1, 2, 3, 1, 1, 2, 3, 4, 4, 5, 6})));
+  // Negative pads crop; axes select which axes the pads apply to; int64 data.
+  auto n = run_single_op(
+      "Pad", {{"x", iota_i64({2, 4})}, c64("p", {-1, 1}), {"v", i64({}, {7})}, c64("a", {1})});
+  EXPECT_EQ(n[0], i64({2, 4}, {1, 2, 3, 7, 5, 6, 7, 7}));
+  EXPECT_THROW(shape_of("Pad", {{"x", x}, c64("p", {1, 1, 1, 1})}, {{"mode", std::string("wrap")}}),
+               UnsupportedError);
+}
+
+TEST(LayoutResize, NearestModesAndShapes) {
+  Tensor x = f32({1, 1, 2, 2}, {1, 2, 3, 4});
+  Tensor scales = f32({4}, {1, 1, 2, 3});
+  auto y = run_single_op("Resize", {{"x", x}, {"", Tensor()}, {"sc", scales, true}},
+                         {{"mode", std::string("nearest")}});
+  ASSERT_EQ(y[0].shape(), (Shape{1, 1, 4, 6}));
+  EXPECT_TRUE(tensors_close(y[0], f32({1, 1, 4, 6}, {1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2,
+                                                     3, 3, 3, 4, 4, 4, 3, 3, 3, 4, 4, 4})));
+  // Downsample by sizes with asymmetric + floor: picks indices 0 and 2 of 1x4.
+  auto d = run_single_op("Resize",
+                         {{"x", f32({1, 1, 1, 4}, {1, 2, 3, 4})},
+                          {"", Tensor()},
+                          {"", Tensor()},
+                          c64("sz", {1, 1, 1, 2})},
+                         {{"coordinate_transformation_mode", std::string("asymmetric")},
+                          {"nearest_mode", std::string("floor")}});
+  EXPECT_TRUE(tensors_close(d[0], f32({1, 1, 1, 2}, {1, 3})));
+  EXPECT_THROW(shape_of("Resize", {{"x", x}, {"", Tensor()}, {"sc", scales, true}},
+                        {{"mode", std::string("cubic")}}),
+               UnsupportedError);
+  EXPECT_THROW(shape_of("Resize", {{"x", x}, {"", Tensor()}, {"sc", scales, true}},
+                        {{"coordinate_transformation_mode", std::string("tf_crop_and_resize")}}),
+               UnsupportedError);
+  EXPECT_THROW(shape_of("Resize", {{"x", x}, {"", Tensor()}, {"sc", scales, true}},
+                        {{"antialias", std::int64_t{1}}}),
+               UnsupportedError);
+}
+
+TEST(LayoutResize, BilinearHalfPixelAndAlignCorners) {
+  Tensor x = f32({1, 1, 2, 2}, {1, 2, 3, 4});
+  Tensor scales = f32({4}, {1, 1, 2, 2});
+  auto h = run_single_op("Resize", {{"x", x}, {"", Tensor()}, {"sc", scales, true}},
+                         {{"mode", std::string("linear")}});
+  // ONNX test_resize_upsample_scales_linear expected values.
+  EXPECT_TRUE(
+      tensors_close(h[0], f32({1, 1, 4, 4}, {1, 1.25f, 1.75f, 2, 1.5f, 1.75f, 2.25f, 2.5f, 2.5f,
+                                             2.75f, 3.25f, 3.5f, 3, 3.25f, 3.75f, 4})));
+  auto a = run_single_op("Resize", {{"x", x}, {"", Tensor()}, {"sc", scales, true}},
+                         {{"mode", std::string("linear")},
+                          {"coordinate_transformation_mode", std::string("align_corners")}});
+  const float t = 1.0f / 3.0f;
+  EXPECT_TRUE(tensors_close(
+      a[0],
+      f32({1, 1, 4, 4}, {1, 1 + t, 1 + 2 * t, 2, 1 + 2 * t, 1 + 3 * t, 1 + 4 * t, 2 + 2 * t,
+                         1 + 4 * t, 1 + 5 * t, 1 + 6 * t, 2 + 4 * t, 3, 3 + t, 3 + 2 * t, 4}),
+      1e-5, 1e-5));
+  // Downsample with a scale that is not out/in: ONNX test_resize_downsample_scales_linear.
+  auto dn = run_single_op("Resize",
+                          {{"x", f32({1, 1, 2, 4}, {1, 2, 3, 4, 5, 6, 7, 8})},
+                           {"", Tensor()},
+                           {"sc", f32({4}, {1, 1, 0.6f, 0.6f}), true}},
+                          {{"mode", std::string("linear")}});
+  EXPECT_TRUE(tensors_close(dn[0], f32({1, 1, 1, 2}, {2.6666667f, 4.3333335f}), 1e-5, 1e-5));
+}
+
+TEST(LayoutGather, AxisNegativeIndicesAndDtypes) {
+  auto y = run_single_op("Gather", {{"x", iota_f32({3, 2})}, {"i", i64({2}, {-1, 0})}});
+  EXPECT_TRUE(tensors_close(y[0], f32({2, 2}, {4, 5, 0, 1})));
+  auto z = run_single_op(
+      "Gather",
+      {{"x", iota_i64({2, 3})}, {"i", Tensor::from_vector<std::int32_t>({2, 2}, {2, 0, 1, 1})}},
+      {{"axis", std::int64_t{1}}});
+  EXPECT_EQ(z[0], i64({2, 2, 2}, {2, 0, 1, 1, 5, 3, 4, 4}));
+  // Scalar index drops the axis (shape plumbing: Shape -> Gather(0)).
+  auto s = run_single_op("Gather", {{"x", i64({4}, {1, 3, 224, 224})}, {"i", i64({}, {1}), true}});
+  EXPECT_EQ(s[0], i64({}, {3}));
+  EXPECT_THROW(shape_of("Gather", {{"x", iota_f32({3})}, {"i", i64({1}, {3}), true}}), Error);
+}
+
+TEST(LayoutExpandTile, Broadcasts) {
+  auto y = run_single_op("Expand", {{"x", f32({3, 1}, {1, 2, 3})}, c64("s", {2, 1, 2})});
+  EXPECT_TRUE(tensors_close(y[0], f32({2, 3, 2}, {1, 1, 2, 2, 3, 3, 1, 1, 2, 2, 3, 3})));
+  EXPECT_EQ(shape_of("Expand", {{"x", iota_f32({3, 1})}, c64("s", {1})}), (Shape{3, 1}));
+  EXPECT_THROW(shape_of("Expand", {{"x", iota_f32({3, 2})}, c64("s", {4})}), Error);
+  auto t = run_single_op("Tile", {{"x", iota_i64({2, 2})}, c64("r", {1, 2})});
+  EXPECT_EQ(t[0], i64({2, 4}, {0, 1, 0, 1, 2, 3, 2, 3}));
+  auto t2 = run_single_op("Tile", {{"x", f32({2}, {1, 2})}, c64("r", {3})});
+  EXPECT_TRUE(tensors_close(t2[0], f32({6}, {1, 2, 1, 2, 1, 2})));
+}
+
+TEST(LayoutDepthSpace, RoundTripAndDcrOrder) {
+  Tensor x = iota_f32({1, 4, 2, 3});
+  auto d = run_single_op("DepthToSpace", {{"x", x}}, {{"blocksize", std::int64_t{2}}});
+  ASSERT_EQ(d[0].shape(), (Shape{1, 1, 4, 6}));
+  // DCR: out[h*2+b1][w*2+b2] = in[(b1*2+b2)][h][w].
+  EXPECT_EQ(d[0].values<float>()[0 * 6 + 1], 6.0f);   // b1=0 b2=1 h=0 w=0 -> channel 1
+  EXPECT_EQ(d[0].values<float>()[1 * 6 + 0], 12.0f);  // b1=1 b2=0 -> channel 2
+  auto s = run_single_op("SpaceToDepth", {{"x", d[0]}}, {{"blocksize", std::int64_t{2}}});
+  EXPECT_EQ(s[0], x);
+  auto crd = run_single_op("DepthToSpace", {{"x", x}},
+                           {{"blocksize", std::int64_t{2}}, {"mode", std::string("CRD")}});
+  EXPECT_EQ(crd[0].values<float>()[1], 6.0f);  // one output channel: CRD == DCR here
+}
+
+}  // namespace
+}  // namespace orchid

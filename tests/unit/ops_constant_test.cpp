@@ -1,4 +1,4 @@
-// Shape, Size, ConstantOfShape, Range, Identity, Dropout, EyeLike, Constant.
+// Shape, Size, ConstantOfShape, Range, Identity, Dropout, EyeLike.
 #include <gtest/gtest.h>
 
 #include "op_test_util.hpp"
@@ -89,13 +89,6 @@ TEST(ConstantEyeLike, OffsetAndDtype) {
   auto z =
       run_single_op("EyeLike", {{"x", Tensor(DType::F32, {2, 2})}}, {{"dtype", std::int64_t{7}}});
   EXPECT_EQ(z[0], i64({2, 2}, {1, 0, 0, 1}));
-}
-
-TEST(ConstantConstant, ValueForms) {
-  EXPECT_EQ(run_single_op("Constant", {}, {{"value", i64({2}, {4, 5})}})[0], i64({2}, {4, 5}));
-  EXPECT_EQ(run_single_op("Constant", {}, {{"value_float", 1.5f}})[0], f32({}, {1.5f}));
-  EXPECT_EQ(run_single_op("Constant", {}, {{"value_ints", std::vector<std::int64_t>{1, 2}}})[0],
-            i64({2}, {1, 2}));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Shape functions of the constant op family: Shape, Size, ConstantOfShape, Range,
-// Identity, Dropout (inference), EyeLike, Constant. All work on any dtype.
+// Identity, Dropout (inference), EyeLike. All work on any dtype. (Constant nodes are
+// folded into graph constants by the importer.)
 #include <algorithm>
 #include <cmath>
 
@@ -130,23 +131,6 @@ std::vector<TensorType> infer_eye_like(const ShapeContext& ctx) {
   return {{dtype, x.shape}};
 }
 
-std::vector<TensorType> infer_constant(const ShapeContext& ctx) {
-  const Node& node = ctx.node();
-  if (node.has_attribute("value")) {
-    const Tensor& t = node.required_tensor("value");
-    return {{t.dtype(), t.shape()}};
-  }
-  if (node.has_attribute("value_float")) return {{DType::F32, {}}};
-  if (node.has_attribute("value_int")) return {{DType::I64, {}}};
-  if (node.has_attribute("value_floats")) {
-    return {{DType::F32, {static_cast<std::int64_t>(node.attr_floats("value_floats", {}).size())}}};
-  }
-  if (node.has_attribute("value_ints")) {
-    return {{DType::I64, {static_cast<std::int64_t>(node.attr_ints("value_ints", {}).size())}}};
-  }
-  ctx.unsupported("a Constant without value, value_float(s) or value_int(s)");
-}
-
 }  // namespace
 
 void register_constant_ops(OpSchemaTable& table) {
@@ -157,7 +141,6 @@ void register_constant_ops(OpSchemaTable& table) {
   table["Identity"] = {"Identity", 1, 1, 1, 1, infer_identity};
   table["Dropout"] = {"Dropout", 1, 3, 1, 2, infer_dropout};
   table["EyeLike"] = {"EyeLike", 1, 1, 1, 1, infer_eye_like};
-  table["Constant"] = {"Constant", 0, 0, 1, 1, infer_constant};
 }
 
 }  // namespace orchid

@@ -84,26 +84,6 @@ void eye_like(const Node& node, std::span<const Tensor* const>, std::span<Tensor
   }
 }
 
-void constant(const Node& node, std::span<const Tensor* const>, std::span<Tensor> outputs) {
-  Tensor& y = outputs[0];
-  Tensor value;
-  if (node.has_attribute("value")) {
-    value = node.required_tensor("value");
-  } else if (node.has_attribute("value_float")) {
-    value = Tensor::scalar_f32(node.attr_float("value_float", 0.0f));
-  } else if (node.has_attribute("value_int")) {
-    value = Tensor::from_vector<std::int64_t>({}, {node.attr_int("value_int", 0)});
-  } else if (node.has_attribute("value_floats")) {
-    const auto v = node.attr_floats("value_floats", {});
-    value = Tensor::from_vector<float>({static_cast<std::int64_t>(v.size())}, v);
-  } else {
-    value = Tensor::from_int64s(node.attr_ints("value_ints", {}));
-  }
-  if (value.nbytes() != y.nbytes())
-    fail("{}: value does not match the output type", node.describe());
-  if (y.nbytes()) std::memcpy(y.raw(), value.raw(), y.nbytes());
-}
-
 }  // namespace
 
 void register_constant_kernels(ReferenceKernelTable& table) {
@@ -114,7 +94,6 @@ void register_constant_kernels(ReferenceKernelTable& table) {
   table["Identity"] = identity;
   table["Dropout"] = identity;
   table["EyeLike"] = eye_like;
-  table["Constant"] = constant;
 }
 
 }  // namespace orchid

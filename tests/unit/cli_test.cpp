@@ -1,0 +1,99 @@
+// The `orchid` binary as a user runs it: exit codes, one-line errors, outputs on disk.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "util/npy.hpp"
+
+namespace fs = std::filesystem;
+
+namespace orchid {
+namespace {
+
+struct Result {
+  int code;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+Result run_cli(const std::string& args) {
+  const fs::path err_file = fs::temp_directory_path() / "orchid_cli_test_stderr.txt";
+  const std::string cmd = std::string(ORCHID_BINARY) + " " + args + " 2>" + err_file.string();
+  Result r{0, "", ""};
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf{};
+  while (fgets(buf.data(), buf.size(), pipe)) r.out += buf.data();
+  const int status = pclose(pipe);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  FILE* f = fopen(err_file.c_str(), "r");
+  if (f) {
+    while (fgets(buf.data(), buf.size(), f)) r.err += buf.data();
+    fclose(f);
+  }
+  return r;
+}
+
+std::string model(const std::string& name) {
+  return std::string(ORCHID_MODELS_DIR) + "/" + name + ".onnx";
+}
+
+TEST(Cli, VersionAndHelp) {
+  EXPECT_EQ(run_cli("--version").code, 0);
+  EXPECT_NE(run_cli("--version").out.find("orchid"), std::string::npos);
+  for (const char* sub : {"", "inspect ", "run ", "materialize "}) {
+    const Result r = run_cli(std::string(sub) + "--help");
+    EXPECT_EQ(r.code, 0) << sub;
+    EXPECT_NE(r.out.find("Usage"), std::string::npos) << sub;
+  }
+}
+
+TEST(Cli, InspectPrintsSummary) {
+  const Result r = run_cli("inspect " + model("tiny_conv"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* key : {"input", "output", "parameters", "FLOPs", "Conv", "nodes"}) {
+    EXPECT_NE(r.out.find(key), std::string::npos) << key << "\n" << r.out;
+  }
+}
+
+TEST(Cli, RunSavesOutputsAsNpy) {
+  const fs::path dir = fs::temp_directory_path() / "orchid_cli_run";
+  fs::remove_all(dir);
+  const Result r =
+      run_cli("run " + model("tiny_mlp") + " --seed 3 --repeat 2 --save-outputs " + dir.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("median"), std::string::npos);
+  const Tensor probs = read_npy((dir / "probs.npy").string());
+  EXPECT_EQ(probs.shape(), (Shape{4, 10}));
+  // Same seed, same outputs; a given input file replaces the random one.
+  write_npy((dir / "x.npy").string(), Tensor(DType::F32, {4, 16}));
+  const fs::path dir2 = fs::temp_directory_path() / "orchid_cli_run2";
+  ASSERT_EQ(run_cli("run " + model("tiny_mlp") + " --input x=" + (dir / "x.npy").string() +
+                    " --save-outputs " + dir2.string())
+                .code,
+            0);
+  EXPECT_NE(read_npy((dir2 / "probs.npy").string()), probs);
+}
+
+TEST(Cli, ErrorsAreOneLineAndNonZero) {
+  const Result missing = run_cli("inspect /nonexistent/model.onnx");
+  EXPECT_NE(missing.code, 0);
+  EXPECT_NE(missing.err.find("/nonexistent/model.onnx"), std::string::npos) << missing.err;
+  EXPECT_EQ(std::count(missing.err.begin(), missing.err.end(), '\n'), 1) << missing.err;
+
+  const Result bad_input = run_cli("run " + model("tiny_mlp") + " --input nosuch=x.npy");
+  EXPECT_NE(bad_input.code, 0);
+  EXPECT_NE(bad_input.err.find("nosuch"), std::string::npos) << bad_input.err;
+
+  const Result wrong_shape = run_cli("run " + model("tiny_mlp") + " --shape x=4x17");
+  EXPECT_NE(wrong_shape.code, 0);
+  EXPECT_NE(wrong_shape.err.find("MatMul"), std::string::npos) << wrong_shape.err;
+
+  EXPECT_NE(run_cli("frobnicate").code, 0);
+  EXPECT_NE(run_cli("run").code, 0);  // missing model argument
+}
+
+}  // namespace
+}  // namespace orchid

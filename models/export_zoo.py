@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import hashlib
 import io
 import json
@@ -106,7 +107,8 @@ def torch_setup():
 
 
 def randomize_batchnorm(module, seed=SEED):
-    """mean ~ U(-0.1, 0.1), var ~ U(0.5, 1.5): otherwise outputs barely depend on inputs."""
+    """mean ~ U(-0.1, 0.1), var ~ U(0.5, 1.5): otherwise outputs barely depend on inputs;
+    scale ~ U(0.8, 1.2), shift ~ U(-0.1, 0.1)."""
     import torch
     g = torch.Generator().manual_seed(seed + 12345)
     for m in module.modules():
@@ -114,6 +116,23 @@ def randomize_batchnorm(module, seed=SEED):
             with torch.no_grad():
                 m.running_mean.copy_(torch.rand(m.running_mean.shape, generator=g) * 0.2 - 0.1)
                 m.running_var.copy_(torch.rand(m.running_var.shape, generator=g) + 0.5)
+                # Distinct affines too: identical all-ones/all-zeros tensors get deduplicated
+                # by the exporter into one initializer plus Identity nodes.
+                if m.affine:
+                    m.weight.copy_(torch.rand(m.weight.shape, generator=g) * 0.4 + 0.8)
+                    m.bias.copy_(torch.rand(m.bias.shape, generator=g) * 0.2 - 0.1)
+
+
+def kaiming_fan_in(module, skip=()):
+    """Variance-preserving conv init (fan_in counts in_channels/groups, so depthwise convs
+    are right too). Needed where BN in eval mode with random statistics cannot undo a
+    shrinking init: torchvision's fan_out init divides depthwise weights by sqrt(channels)."""
+    import torch
+    skip_ids = {id(m) for m in skip}
+    for m in module.modules():
+        if isinstance(m, torch.nn.Conv2d) and id(m) not in skip_ids:
+            with torch.no_grad():
+                torch.nn.init.kaiming_normal_(m.weight, mode="fan_in", nonlinearity="relu")
 
 
 def image_input(shape, seed=SEED):
@@ -409,15 +428,20 @@ def _segformer():
 
 @register("yolox_nano", "torch", summary="YOLOX-nano detector (CSPDarknet-dw, PAFPN, decoupled head)")
 def _yolox():
-    torch_setup()
+    torch = torch_setup()
     m = yolox_nano()
+    # PyTorch's default conv init shrinks the signal ~3x in variance per layer; with BN in
+    # eval mode nothing renormalises it, and the output would not depend on the image.
+    kaiming_fan_in(m, skip=list(m.head.cls_preds) + list(m.head.reg_preds) + list(m.head.obj_preds))
     randomize_batchnorm(m)
     m.eval()
     return TorchExport(m, (image_input((1, 3, 416, 416)),), ["images"], ["output"],
                        source="written here: YOLOX-nano (CSPDarknet depth 0.33 width 0.25, depthwise "
                               "convs, Focus stem, SPP, PAFPN, decoupled head, SiLU), 80 classes, "
                               "random init",
-                       notes=["output [1,3549,85] = reg(4) | sigmoid(obj) | sigmoid(cls 80) per anchor "
+                       notes=["backbone/neck/head convs initialised kaiming-normal (fan_in), prediction "
+                              "convs PyTorch default with YOLOX's prior bias -log(99)",
+                              "output [1,3549,85] = reg(4) | sigmoid(obj) | sigmoid(cls 80) per anchor "
                               "point, not decoded to boxes (as YOLOX's own ONNX export)",
                               "BatchNorm folded into conv by the exporter"])
 
@@ -440,11 +464,14 @@ def _mobilenet(opset):
     torch_setup()
     import torchvision
     m = torchvision.models.mobilenet_v2(weights=None)
+    kaiming_fan_in(m)
     randomize_batchnorm(m)
     m.eval()
     return TorchExport(m, (image_input((1, 3, 224, 224)),), ["input"], ["logits"], opset=opset,
                        source="torchvision.models.mobilenet_v2(weights=None), random init",
-                       notes=["BatchNorm folded into conv by the exporter (the common form)"] +
+                       notes=["convs re-initialised kaiming-normal fan_in (torchvision's fan_out init "
+                              "makes the output input-independent once BN uses random statistics)",
+                              "BatchNorm folded into conv by the exporter (the common form)"] +
                              ([f"opset {opset}: older op forms (Clip min/max as inputs, "
                                "Squeeze/Unsqueeze axes attributes, etc.)"] if opset < 13 else []))
 
@@ -464,10 +491,14 @@ def _vit():
     torch = torch_setup()
     import torchvision
     m = torchvision.models.vit_b_16(weights=None)
-    # Random init leaves cls_token/pos_embedding near 0 / tiny; fine, but keep the defaults.
+    # torchvision zero-initialises the classifier head (logits would be all zero).
+    with torch.no_grad():
+        torch.nn.init.normal_(m.heads.head.weight, std=0.02)
+        torch.nn.init.uniform_(m.heads.head.bias, -0.01, 0.01)
     m.eval()
     return TorchExport(m, (image_input((1, 3, 224, 224)),), ["input"], ["logits"],
-                       source="torchvision.models.vit_b_16(weights=None), random init",
+                       source="torchvision.models.vit_b_16(weights=None), random init "
+                              "(classifier head re-initialised N(0, 0.02), torchvision zeroes it)",
                        check_atol=1e-3)
 
 
@@ -734,12 +765,131 @@ def torch_to_onnx(te: TorchExport) -> onnx.ModelProto:
                   opset_version=te.opset, do_constant_folding=True, dynamo=False)
     if te.preserve_bn:
         kwargs["training"] = torch.onnx.TrainingMode.PRESERVE
+    # nn.MultiheadAttention's inference fast path (_native_multi_head_attention) has no
+    # ONNX form; the plain path exports as MatMul/Softmax/...
+    torch.backends.mha.set_fastpath_enabled(False)
     f = io.BytesIO()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with torch.no_grad():
             torch.onnx.export(te.module, te.args, f, **kwargs)
     return onnx.load_from_string(f.getvalue())
+
+
+def inline_identity_initializers(model: onnx.ModelProto) -> int:
+    """The exporter deduplicates equal initializers into one plus Identity nodes; give each
+    consumer its own copy again (per-layer weight names, no Identity plumbing)."""
+    g = model.graph
+    inits = {t.name: t for t in g.initializer}
+    outputs = {o.name for o in g.output}
+    keep, removed = [], 0
+    for nd in g.node:
+        if nd.op_type == "Identity" and nd.input[0] in inits and nd.output[0] not in outputs:
+            t = TensorProto()
+            t.CopyFrom(inits[nd.input[0]])
+            t.name = nd.output[0]
+            g.initializer.append(t)
+            removed += 1
+        else:
+            keep.append(nd)
+    if removed:
+        del g.node[:]
+        g.node.extend(keep)
+        used = {i for nd in g.node for i in nd.input} | outputs
+        unused = [t for t in g.initializer if t.name not in used]
+        for t in unused:
+            g.initializer.remove(t)
+    return removed
+
+
+def _small_or_nonfloat(t: TensorProto) -> bool:
+    return t.data_type != TensorProto.FLOAT or numel(t) < STRIP_MIN_ELEMENTS
+
+
+def fold_constants(model: onnx.ModelProto) -> int:
+    """Evaluates nodes whose inputs are all constants (Constant nodes, inline initializers)
+    and whose results are small or non-float, replacing them by initializers. The
+    TorchScript exporter leaves such subgraphs behind (e.g. the pads of ReflectionPad2d are
+    computed by ~8 nodes per Pad). Shape computations that start from a graph input's Shape
+    are left alone: folding those is the importer's job (tiny_shape_plumbing tests it)."""
+    from onnx.reference import ReferenceEvaluator
+    g = model.graph
+    known = {t.name: numpy_helper.to_array(t) for t in g.initializer
+             if t.data_location != TensorProto.EXTERNAL and _small_or_nonfloat(t)}
+    new_inits, keep, folded = [], [], 0
+    for nd in g.node:
+        has_subgraph = any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+                           for a in nd.attribute)
+        inputs = [i for i in nd.input if i]
+        foldable = (nd.domain in ("", "ai.onnx") and not has_subgraph
+                    and nd.op_type not in ("RandomNormal", "RandomUniform", "RandomNormalLike",
+                                           "RandomUniformLike", "Multinomial", "Bernoulli")
+                    and all(i in known for i in inputs))
+        if not foldable:
+            keep.append(nd)
+            continue
+        mini = helper.make_model(
+            helper.make_graph([nd], "fold", [helper.make_tensor_value_info(
+                i, helper.np_dtype_to_tensor_dtype(known[i].dtype), known[i].shape) for i in inputs],
+                [helper.make_tensor_value_info(o, TensorProto.UNDEFINED, None) for o in nd.output]),
+            opset_imports=model.opset_import)
+        mini.ir_version = model.ir_version
+        try:
+            outs = ReferenceEvaluator(mini).run(None, {i: known[i] for i in inputs})
+        except Exception:  # unsupported in the reference evaluator: leave the node
+            keep.append(nd)
+            continue
+        results = [numpy_helper.from_array(np.asarray(v), o) for o, v in zip(nd.output, outs)]
+        if nd.op_type == "Constant":
+            for o, v in zip(nd.output, outs):
+                known[o] = np.asarray(v)
+            keep.append(nd)  # kept unless it ends up unused
+            continue
+        if not all(_small_or_nonfloat(t) for t in results):
+            keep.append(nd)
+            continue
+        for t in results:
+            known[t.name] = numpy_helper.to_array(t)
+            new_inits.append(t)
+        folded += 1
+    outputs = {o.name for o in g.output}
+    while True:  # drop Constant nodes and initializers nothing reads any more
+        used = {i for nd in keep for i in nd.input} | outputs
+        dead = [nd for nd in keep if nd.op_type == "Constant" and nd.output[0] not in used]
+        if not dead:
+            break
+        keep = [nd for nd in keep if nd not in dead]
+    used = {i for nd in keep for i in nd.input} | outputs
+    del g.node[:]
+    g.node.extend(keep)
+    g.initializer.extend(t for t in new_inits if t.name in used)
+    for t in [t for t in g.initializer if t.name not in used]:
+        g.initializer.remove(t)
+    return folded
+
+
+def make_outputs_static(model: onnx.ModelProto):
+    """Re-derives graph output shapes by ONNX shape inference (with data propagation)
+    where the exporter left symbolic dims, and insists that every input and output is
+    static."""
+    def static(vi):
+        dims = vi.type.tensor_type.shape.dim
+        return vi.type.tensor_type.HasField("shape") and all(d.HasField("dim_value") for d in dims)
+
+    if not all(static(o) for o in model.graph.output):
+        probe = onnx.ModelProto()
+        probe.CopyFrom(model)
+        for o in probe.graph.output:
+            if not static(o):
+                o.type.tensor_type.ClearField("shape")
+        inferred = onnx.shape_inference.infer_shapes(probe, data_prop=True)
+        by_name = {o.name: o for o in inferred.graph.output}
+        for o in model.graph.output:
+            if not static(o) and o.name in by_name and static(by_name[o.name]):
+                o.type.tensor_type.shape.CopyFrom(by_name[o.name].type.tensor_type.shape)
+    bad = [v.name for v in list(model.graph.input) + list(model.graph.output) if not static(v)]
+    if bad:
+        raise RuntimeError(f"not static after shape inference: {bad}")
 
 
 def numel(t: TensorProto) -> int:
@@ -760,9 +910,10 @@ def strip_weights(model: onnx.ModelProto, name: str) -> tuple[bytes, int, int]:
         blob += data
         pad = (-len(blob)) % 64
         blob += b"\0" * pad
-        for fld in ("raw_data", "float_data"):
-            t.ClearField(fld)
+        t.ClearField("float_data")
+        t.raw_data = data  # set_external_data wants raw_data present
         set_external_data(t, location, offset=offset, length=len(data))
+        t.ClearField("raw_data")
         t.data_location = TensorProto.EXTERNAL
         count += 1
         elems += numel(t)
@@ -832,6 +983,12 @@ def export_one(spec: Spec, keep_weights: bool) -> dict:
         model = torch_to_onnx(te)
         source, notes = te.source, list(te.notes)
         torch_params = count_torch_params(te.module)
+        n_id = inline_identity_initializers(model)
+        if n_id:
+            notes.append(f"{n_id} Identity nodes on deduplicated initializers replaced by copies")
+        n_fold = fold_constants(model)
+        if n_fold:
+            notes.append(f"{n_fold} exporter-left constant subgraph nodes folded into initializers")
     else:
         model = spec.build()
         source = "hand-built with onnx.helper in models/export_zoo.py; weights inline"
@@ -841,6 +998,7 @@ def export_one(spec: Spec, keep_weights: bool) -> dict:
     for nd in model.graph.node:
         nd.doc_string = ""
 
+    make_outputs_static(model)
     if te is not None and te.preserve_bn:
         n_bn = sum(nd.op_type == "BatchNormalization" for nd in model.graph.node)
         if n_bn == 0:
@@ -861,7 +1019,8 @@ def export_one(spec: Spec, keep_weights: bool) -> dict:
         # (The checker insists the side file exists as a regular file; here it does.)
         reloaded = onnx.load(tmp_model, load_external_data=False)
         onnx.checker.check_model(tmp_model, full_check=True)
-        onnx.checker.check_model(reloaded)  # in-memory proto, cwd = tmp for the side file
+        with contextlib.chdir(tmp):  # an in-memory proto resolves the side file from cwd
+            onnx.checker.check_model(reloaded)
         if te is not None:
             import torch
             with torch.no_grad():
@@ -876,7 +1035,23 @@ def export_one(spec: Spec, keep_weights: bool) -> dict:
                 if not np.allclose(g_, r_, atol=te.check_atol, rtol=te.check_rtol):
                     raise RuntimeError(f"{spec.name}: ORT on the exported model disagrees with torch "
                                        f"(max abs err {errs[-1]:.3g})")
-            check = {"torch_vs_onnxruntime_max_abs_err": max(errs)}
+            # Outputs must depend on the input (random init can make them constant).
+            other = tuple(image_input(a.shape, seed=SEED + 1) if a.is_floating_point()
+                          else torch.randint(0, 1000, a.shape, generator=torch.Generator().manual_seed(1))
+                          if n == "input_ids" else a
+                          for n, a in zip(te.input_names, te.args))
+            with torch.no_grad():
+                ref2 = te.module(*other)
+            ref2 = [ref2] if isinstance(ref2, torch.Tensor) else list(ref2)
+            sens = []
+            for a_, b_ in zip(ref, ref2):
+                scale = float(a_.abs().max())
+                sens.append(float((a_ - b_).abs().max()) / scale if scale > 0 else 0.0)
+            if min(sens) < 1e-3:
+                raise RuntimeError(f"{spec.name}: an output barely depends on the input ({sens})")
+            check = {"torch_vs_onnxruntime_max_abs_err": max(errs),
+                     "output_max_abs": [float(r_.abs().max()) for r_ in ref],
+                     "input_sensitivity": [round(x, 4) for x in sens]}
         else:
             x = {v.name: _rng(spec.name + v.name).uniform(-1, 1, [d.dim_value for d in
                  v.type.tensor_type.shape.dim]).astype(np.float32) for v in model.graph.input}

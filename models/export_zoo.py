@@ -1110,7 +1110,12 @@ weights inline.
 
 Parameter count = elements of all floating-point initializers, stripped ones included
 (BatchNorm running statistics count; for BN-folded exports they are folded away).
-`tools/compare_onnxruntime.py` compares `orchid run` against ONNX Runtime on these models.
+`tools/compare_onnxruntime.py` compares `orchid run` against ONNX Runtime on these models
+(materialising stripped ones with `orchid materialize`; tolerance |a-b| <= 1e-4 + 1e-3|b|).
+With `--write-reference` it stores inputs and ONNX Runtime outputs under
+`tests/data/reference/<model>/{inputs,outputs}/<name>.npy` for the C++ tests: the tiny_*
+models, plus `mobilenet_v2` and `bert_base` via `--reference-stripped` (their references
+depend on orchid's weight generator and must be rewritten if it changes).
 """
 
 
@@ -1173,6 +1178,8 @@ def main():
     ap.add_argument("--keep-weights", action="store_true",
                     help="leave <name>.weights (the torch weights) next to stripped models")
     ap.add_argument("--list", action="store_true", help="list the models and exit")
+    ap.add_argument("--docs-only", action="store_true",
+                    help="rewrite README.md from zoo.json without exporting")
     args = ap.parse_args()
     if args.list:
         for n, s in REGISTRY.items():
@@ -1186,6 +1193,9 @@ def main():
     zoo = {}
     if zoo_path.exists():
         zoo = {e["name"]: e for e in json.loads(zoo_path.read_text())["models"]}
+    if args.docs_only:
+        write_docs(zoo)
+        return
     for n in names:
         print(f"[{n}] exporting ...", flush=True)
         e = export_one(REGISTRY[n], args.keep_weights)

@@ -12,11 +12,14 @@
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 
+#include "ir/op_registry.hpp"
 #include "onnx/onnx_reader.hpp"
 #include "onnx/onnx_writer.hpp"
 #include "onnx/proto_io.hpp"
 #include "onnx/stripped_weights.hpp"
 #include "onnx/tensor_proto.hpp"
+#include "passes/static_graph.hpp"
+#include "runtime/reference_interpreter.hpp"
 #include "util/error.hpp"
 
 namespace {
@@ -1004,6 +1007,54 @@ TEST_F(OnnxIo, ReadTensorPbErrors) {
     const auto msg = error_of([&] { read_tensor_pb(path(name)); });
     EXPECT_NE(msg.find(name), std::string::npos) << msg;
   }
+}
+
+// ---------------------------------------------------------------- rewrite semantics
+
+namespace semantics {
+
+bool ops_available(std::initializer_list<const char*> ops) {
+  for (const char* op : ops) {
+    if (!find_op_schema(op)) return false;
+  }
+  return true;
+}
+
+Tensor run_single_output(Graph g, const Tensor& x) {
+  make_static(g);  // the pipeline's shape inference + folding (Shape -> constant)
+  ReferenceInterpreter interpreter(g);
+  return interpreter.run({{"X", x}}).at(g.outputs.at(0));
+}
+
+}  // namespace semantics
+
+TEST_F(OnnxIo, OldSoftmaxRewriteComputesTwoDimensionalSoftmax) {
+  if (!semantics::ops_available({"Flatten", "Shape", "Softmax", "Reshape"})) GTEST_SKIP();
+  auto m = one_op(11, "Softmax", {2, 3, 4});  // axis 1: softmax over each row of 12
+  std::vector<float> xs(24);
+  for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = 0.1f * static_cast<float>(i % 7);
+  const Tensor y =
+      semantics::run_single_output(read_onnx(save(m)), Tensor::from_vector<float>({2, 3, 4}, xs));
+  ASSERT_EQ(y.shape(), (Shape{2, 3, 4}));
+  for (int b = 0; b < 2; ++b) {
+    double sum = 0;
+    for (int i = 0; i < 12; ++i) sum += std::exp(xs[b * 12 + i]);
+    for (int i = 0; i < 12; ++i) {
+      EXPECT_NEAR(y.values<float>()[b * 12 + i], std::exp(xs[b * 12 + i]) / sum, 1e-6);
+    }
+  }
+}
+
+TEST_F(OnnxIo, UpsampleRewriteRepeatsNearestPixels) {
+  if (!semantics::ops_available({"Resize"})) GTEST_SKIP();
+  auto m = one_op(7, "Upsample", {1, 1, 2, 2});
+  set_floats(first_node(m), "scales", {1.f, 1.f, 2.f, 3.f});
+  const Tensor y = semantics::run_single_output(
+      read_onnx(save(m)), Tensor::from_vector<float>({1, 1, 2, 2}, {1, 2, 3, 4}));
+  ASSERT_EQ(y.shape(), (Shape{1, 1, 4, 6}));
+  const std::vector<float> expected = {1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2,
+                                       3, 3, 3, 4, 4, 4, 3, 3, 3, 4, 4, 4};
+  EXPECT_EQ(y.to_floats(), expected);
 }
 
 }  // namespace

@@ -1,0 +1,259 @@
+// List scheduling of one inference over a mapping.
+#include "mapping/evaluator.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <queue>
+
+#include <fmt/format.h>
+
+namespace orchid::mapping {
+
+std::vector<bool> knapsack_fill(const std::vector<double>& sizes, double capacity, int units) {
+  const std::size_t n = sizes.size();
+  std::vector<bool> take(n, false);
+  double total = 0;
+  for (double s : sizes) total += s;
+  if (total <= capacity) {
+    for (std::size_t i = 0; i < n; ++i) take[i] = sizes[i] > 0;
+    return take;
+  }
+  if (capacity <= 0 || units <= 0) return take;
+  const double unit = capacity / units;
+  std::vector<int> w(n);
+  for (std::size_t i = 0; i < n; ++i) w[i] = static_cast<int>(std::ceil(sizes[i] / unit));
+  // best[c] = most bytes within c units; keep[i][c] records the choice for backtracking.
+  std::vector<double> best(units + 1, 0.0);
+  std::vector<std::vector<bool>> keep(n, std::vector<bool>(units + 1, false));
+  for (std::size_t i = 0; i < n; ++i) {
+    if (w[i] > units || sizes[i] <= 0) continue;
+    for (int c = units; c >= w[i]; --c) {
+      const double with = best[c - w[i]] + sizes[i];
+      if (with > best[c]) {
+        best[c] = with;
+        keep[i][c] = true;
+      }
+    }
+  }
+  int c = units;
+  for (std::size_t i = n; i-- > 0;) {
+    if (keep[i][c]) {
+      take[i] = true;
+      c -= w[i];
+    }
+  }
+  return take;
+}
+
+Evaluator::Evaluator(const Workload& workload, const System& system,
+                     const LayerCostProvider& provider)
+    : workload_(workload), system_(system) {
+  designs_ = static_cast<int>(system.designs.size());
+  max_p_ = std::max(1, system.total_devices());
+  const int layers = static_cast<int>(workload.layers.size());
+  compute_.assign(static_cast<std::size_t>(layers) * designs_ * (max_p_ + 1) * kStrategies, -1);
+  comm_.assign(static_cast<std::size_t>(layers) * (max_p_ + 1) * kStrategies, 0);
+  for (int l = 0; l < layers; ++l) {
+    const Layer& layer = workload.layers[l];
+    for (int p = 1; p <= max_p_; ++p) {
+      for (int s = 0; s < kStrategies; ++s) {
+        const Strategy st = static_cast<Strategy>(s);
+        if (!strategy_valid(layer, st, p)) continue;
+        const Layer shard = shard_layer(layer, st, p);
+        comm_[(static_cast<std::size_t>(l) * (max_p_ + 1) + p) * kStrategies + s] =
+            intra_layer_comm_seconds(layer, st, p, system.intra_group_gbs, bytes_per_element());
+        for (int d = 0; d < designs_; ++d) {
+          compute_[slot(l, d, p, st)] = provider.compute_seconds(shard, system.designs[d]);
+        }
+      }
+    }
+  }
+  // Priority: longest path to the end, each layer at its best single-device cost.
+  std::vector<double> level(layers, 0);
+  for (int l = layers - 1; l >= 0; --l) {
+    double best = std::numeric_limits<double>::infinity();
+    for (int d = 0; d < designs_; ++d) {
+      const double t = compute_[slot(l, d, 1, Strategy::None)];
+      if (t >= 0) best = std::min(best, t);
+    }
+    if (!std::isfinite(best)) best = 0;
+    double tail = 0;
+    for (int s : workload.layers[l].succs) tail = std::max(tail, level[s]);
+    level[l] = best + tail;
+  }
+  std::vector<int> indeg(layers);
+  auto lower = [&](int a, int b) { return level[a] < level[b] || (level[a] == level[b] && a > b); };
+  std::priority_queue<int, std::vector<int>, decltype(lower)> ready(lower);
+  for (int l = 0; l < layers; ++l) {
+    indeg[l] = static_cast<int>(workload.layers[l].preds.size());
+    if (indeg[l] == 0) ready.push(l);
+  }
+  while (!ready.empty()) {
+    const int l = ready.top();
+    ready.pop();
+    order_.push_back(l);
+    for (int s : workload.layers[l].succs) {
+      if (--indeg[s] == 0) ready.push(s);
+    }
+  }
+}
+
+double Evaluator::compute_seconds(int layer, int design, int p, Strategy s) const {
+  if (p < 1 || p > max_p_) return -1;
+  return compute_[slot(layer, design, p, s)];
+}
+
+double Evaluator::comm_seconds(int layer, int p, Strategy s) const {
+  return comm_[(static_cast<std::size_t>(layer) * (max_p_ + 1) + p) * kStrategies +
+               static_cast<int>(s)];
+}
+
+double Evaluator::lower_bound() const {
+  double work = 0;
+  for (std::size_t l = 0; l < workload_.layers.size(); ++l) {
+    double best = std::numeric_limits<double>::infinity();
+    for (int d = 0; d < designs_; ++d) {
+      const double t = compute_[slot(static_cast<int>(l), d, 1, Strategy::None)];
+      if (t >= 0) best = std::min(best, t);
+    }
+    if (std::isfinite(best)) work += best;
+  }
+  return work / std::max(1, system_.total_devices());
+}
+
+double Evaluator::transfer_seconds(double bytes, int from_group, int to_group) const {
+  if (from_group == to_group) return 0;
+  if (system_.route_via_host) return 2.0 * bytes / (system_.host_gbs * 1e9);
+  return bytes / (system_.inter_group_gbs * 1e9);
+}
+
+double Evaluator::makespan(const Mapping& mapping) const { return run(mapping, nullptr); }
+
+Schedule Evaluator::schedule(const Mapping& mapping) const {
+  Schedule s;
+  run(mapping, &s);
+  return s;
+}
+
+double Evaluator::run(const Mapping& m, Schedule* out) const {
+  const int layers = static_cast<int>(workload_.layers.size());
+  const int groups = static_cast<int>(m.groups.size());
+  const double bpe = bytes_per_element();
+  std::vector<Strategy> strat(layers, Strategy::None);
+  std::string problem;
+  for (int l = 0; l < layers; ++l) {
+    const int g = m.group_of[l];
+    const Group& grp = m.groups[g];
+    Strategy s = l < static_cast<int>(m.strategy.size()) ? m.strategy[l] : Strategy::None;
+    if (!strategy_valid(workload_.layers[l], s, grp.size)) s = Strategy::None;
+    if (compute_seconds(l, grp.design, grp.size, s) < 0 && problem.empty()) {
+      problem = fmt::format("layer '{}' ({}) is not supported by design '{}'",
+                            workload_.layers[l].name, kind_name(workload_.layers[l].kind),
+                            system_.designs[grp.design].id);
+    }
+    strat[l] = s;
+  }
+  // Weight residency per group: knapsack over the per-device shards it must hold.
+  std::vector<bool> resident(layers, false);
+  {
+    std::vector<std::vector<int>> members(groups);
+    for (int l = 0; l < layers; ++l) members[m.group_of[l]].push_back(l);
+    for (int g = 0; g < groups; ++g) {
+      const Design& d = system_.designs[m.groups[g].design];
+      std::vector<double> sizes;
+      for (int l : members[g]) {
+        sizes.push_back(shard_weight_elements(workload_.layers[l], strat[l], m.groups[g].size) *
+                        bpe);
+      }
+      const std::vector<bool> keep = knapsack_fill(sizes, d.weight_capacity_bytes(), 1024);
+      for (std::size_t i = 0; i < members[g].size(); ++i) resident[members[g][i]] = keep[i];
+    }
+  }
+  std::vector<double> free_at(groups, 0), finish(layers, 0), start(layers, 0);
+  std::vector<Layout> layout(layers, Layout::Single);
+  if (out) {
+    out->devices.assign(system_.total_devices(), {});
+    out->start.assign(layers, 0);
+    out->finish.assign(layers, 0);
+  }
+  double makespan = 0;
+  for (int l : order_) {
+    const Layer& layer = workload_.layers[l];
+    const int g = m.group_of[l];
+    const Group& grp = m.groups[g];
+    const int p = grp.size;
+    const Strategy s = strat[l];
+    const Layout need = input_layout(s, p);
+    const Design& d = system_.designs[grp.design];
+    double ready = 0;
+    double reshard = 0;
+    if (layer.preds.empty()) ready = layer.input_elements() * bpe / (system_.host_gbs * 1e9);
+    for (int u : layer.preds) {
+      const double bytes = workload_.layers[u].output_elements() * bpe;
+      if (m.group_of[u] == g) {
+        ready = std::max(ready, finish[u]);
+        reshard += reshard_seconds(layout[u], need, bytes, p, system_.intra_group_gbs);
+      } else {
+        ready = std::max(ready, finish[u] + transfer_seconds(bytes, m.group_of[u], g));
+      }
+    }
+    const double t0 = std::max(ready, free_at[g]);
+    double comp = compute_seconds(l, grp.design, p, s);
+    if (comp < 0) comp = kInfeasible;
+    const double wbytes = shard_weight_elements(layer, s, p) * bpe;
+    const double weights = resident[l] ? 0 : wbytes / (system_.host_gbs * 1e9);
+    const double comm = comm_seconds(l, p, s) + reshard;
+    // Memory per device: this layer's weight shard and activations must fit in DRAM.
+    const int ways = s == Strategy::None ? 1 : p;
+    const double act = (layer.input_elements() + layer.output_elements()) * bpe / ways;
+    if (std::min(wbytes, d.dram_bytes() * d.weight_fraction) + act > d.dram_bytes() &&
+        problem.empty()) {
+      problem = fmt::format("layer '{}' does not fit in the {:.2f} GB of design '{}'", layer.name,
+                            d.dram_gb, d.id);
+    }
+    const double busy = system_.overlap ? std::max(comp + weights, comm) : comp + weights + comm;
+    const double t1 = t0 + busy;
+    start[l] = t0;
+    finish[l] = t1;
+    free_at[g] = t1;
+    layout[l] = output_layout(s, p);
+    double end = t1;
+    if (layer.succs.empty()) end += layer.output_elements() * bpe / (system_.host_gbs * 1e9);
+    makespan = std::max(makespan, end);
+    if (out) {
+      out->start[l] = t0;
+      out->finish[l] = t1;
+      const int active = s == Strategy::None ? 1 : p;
+      for (int dev = grp.first_device; dev < grp.first_device + active; ++dev) {
+        auto& tl = out->devices[dev];
+        double t = t0;
+        if (system_.overlap) {
+          if (comm > 0) tl.push_back({l, t0, t0 + comm, Interval::Kind::Comm});
+          if (weights > 0) tl.push_back({l, t0, t0 + weights, Interval::Kind::Weights});
+          tl.push_back({l, t0 + weights, t0 + weights + comp, Interval::Kind::Compute});
+          continue;
+        }
+        if (reshard > 0) tl.push_back({l, t, t + reshard, Interval::Kind::Comm});
+        t += reshard;
+        if (weights > 0) tl.push_back({l, t, t + weights, Interval::Kind::Weights});
+        t += weights;
+        tl.push_back({l, t, t + comp, Interval::Kind::Compute});
+        t += comp;
+        if (comm - reshard > 0) tl.push_back({l, t, t + comm - reshard, Interval::Kind::Comm});
+      }
+    }
+  }
+  const bool feasible = problem.empty();
+  if (!feasible) makespan += kInfeasible;
+  if (out) {
+    out->makespan = makespan;
+    out->feasible = feasible;
+    out->problem = problem;
+    out->resident = resident;
+    out->strategy = strat;
+  }
+  return makespan;
+}
+
+}  // namespace orchid::mapping

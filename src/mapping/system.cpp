@@ -1,0 +1,312 @@
+// TOML loading and validation of design libraries and systems.
+#include "mapping/system.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <toml++/toml.h>
+
+#include "util/error.hpp"
+
+namespace orchid::mapping {
+
+std::string_view kind_name(LayerKind kind) {
+  switch (kind) {
+    case LayerKind::Conv: return "conv";
+    case LayerKind::Fc: return "fc";
+    case LayerKind::MatMul: return "matmul";
+    case LayerKind::Lstm: return "lstm";
+    case LayerKind::Cheap: return "cheap";
+  }
+  return "?";
+}
+
+bool parse_kind(std::string_view text, LayerKind& kind) {
+  for (int k = 0; k < kLayerKinds; ++k) {
+    if (kind_name(static_cast<LayerKind>(k)) == text) {
+      kind = static_cast<LayerKind>(k);
+      return true;
+    }
+  }
+  return false;
+}
+
+namespace {
+
+std::string read_text(const std::string& path, const char* what) {
+  std::ifstream in(path);
+  if (!in) fail("{}: cannot open {} file", path, what);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+toml::table parse_toml(const std::string& text, const std::string& path) {
+  try {
+    return toml::parse(text, path);
+  } catch (const toml::parse_error& e) {
+    fail("{}:{}: TOML syntax error: {}", path, e.source().begin.line, e.description());
+  }
+}
+
+// A number (integer or float) at `key`; `where` names the table for messages.
+double number(const toml::table& t, const std::string& key, const std::string& path,
+              const std::string& where, bool required, double fallback = 0) {
+  const toml::node* node = t.get(key);
+  if (node == nullptr) {
+    if (required) fail("{}: {}: missing key '{}'", path, where, key);
+    return fallback;
+  }
+  if (auto v = node->value<double>()) return *v;
+  fail("{}: {}: key '{}' must be a number", path, where, key);
+}
+
+double positive(const toml::table& t, const std::string& key, const std::string& path,
+                const std::string& where, bool required = true, double fallback = 0) {
+  const double v = number(t, key, path, where, required, fallback);
+  if (!(v > 0)) fail("{}: {}: key '{}' must be positive, got {}", path, where, key, v);
+  return v;
+}
+
+std::string text(const toml::table& t, const std::string& key, const std::string& path,
+                 const std::string& where, bool required, const std::string& fallback = "") {
+  const toml::node* node = t.get(key);
+  if (node == nullptr) {
+    if (required) fail("{}: {}: missing key '{}'", path, where, key);
+    return fallback;
+  }
+  if (auto v = node->value<std::string>()) return *v;
+  fail("{}: {}: key '{}' must be a string", path, where, key);
+}
+
+std::vector<std::string> strings(const toml::table& t, const std::string& key,
+                                 const std::string& path, const std::string& where) {
+  std::vector<std::string> out;
+  const toml::node* node = t.get(key);
+  if (node == nullptr) return out;
+  const toml::array* arr = node->as_array();
+  if (arr == nullptr) fail("{}: {}: key '{}' must be an array of strings", path, where, key);
+  for (const auto& item : *arr) {
+    auto v = item.value<std::string>();
+    if (!v) fail("{}: {}: key '{}' must be an array of strings", path, where, key);
+    out.push_back(*v);
+  }
+  return out;
+}
+
+std::string resolve(const std::string& base_file, const std::string& relative) {
+  std::filesystem::path p(relative);
+  if (p.is_absolute()) return p.string();
+  return (std::filesystem::path(base_file).parent_path() / p).lexically_normal().string();
+}
+
+int as_int(double v) { return static_cast<int>(v + 0.5); }
+
+GpuSpec gpu_from_table(const toml::table& t, const std::string& path, const std::string& where,
+                       const std::string& name) {
+  GpuSpec g;
+  g.name = name;
+  g.dram_bandwidth_gbs = positive(t, "dram_bandwidth_gbs", path, where);
+  g.peak_fp32_gflops = positive(t, "peak_fp32_gflops", path, where);
+  g.launch_overhead_us = number(t, "launch_overhead_us", path, where, true);
+  if (g.launch_overhead_us < 0) {
+    fail("{}: {}: key 'launch_overhead_us' must not be negative", path, where);
+  }
+  g.memory_gb = positive(t, "memory_gb", path, where, false, 80);
+  return g;
+}
+
+Design gpu_design(const GpuSpec& spec) {
+  Design d;
+  d.id = "gpu:" + spec.name;
+  d.type = "GPU";
+  d.is_gpu = true;
+  d.gpu = spec;
+  d.dram_gb = spec.memory_gb;
+  d.weight_fraction = 0.8;
+  d.throughput_gops = spec.peak_fp32_gflops;
+  d.dtype_bits = 32;
+  d.supports = (1u << kLayerKinds) - 1;  // a GPU runs every layer kind
+  d.power_w = 300;
+  return d;
+}
+
+}  // namespace
+
+int System::design_index(const std::string& id) const {
+  for (std::size_t i = 0; i < designs.size(); ++i) {
+    if (designs[i].id == id) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::vector<Design> parse_design_library(const std::string& content, const std::string& path) {
+  const toml::table root = parse_toml(content, path);
+  const toml::array* list = root["design"].as_array();
+  if (list == nullptr || list->empty()) fail("{}: no [[design]] tables", path);
+  std::vector<Design> out;
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    const toml::table* t = list->get(i)->as_table();
+    if (t == nullptr) fail("{}: design[{}] is not a table", path, i);
+    Design d;
+    d.id = text(*t, "id", path, fmt::format("design[{}]", i), true);
+    const std::string where = fmt::format("design '{}'", d.id);
+    for (const Design& other : out) {
+      if (other.id == d.id) fail("{}: {}: duplicate design id", path, where);
+    }
+    d.type = text(*t, "type", path, where, true);
+    if (d.type != "CNN" && d.type != "FC" && d.type != "LSTM") {
+      fail("{}: {}: key 'type' must be CNN, FC or LSTM, got '{}'", path, where, d.type);
+    }
+    d.throughput_gops = positive(*t, "throughput_gops", path, where);
+    d.freq_mhz = positive(*t, "freq_mhz", path, where);
+    d.dram_gb = positive(*t, "dram_gb", path, where);
+    d.weight_fraction = number(*t, "weight_fraction", path, where, true);
+    if (d.weight_fraction < 0 || d.weight_fraction > 1) {
+      fail("{}: {}: key 'weight_fraction' must lie in [0, 1]", path, where);
+    }
+    d.port_bits = as_int(positive(*t, "port_bits", path, where));
+    d.dtype_bits = as_int(positive(*t, "dtype_bits", path, where, false, 32));
+    d.power_w = number(*t, "power_w", path, where, false, 0);
+    if (d.power_w < 0) fail("{}: {}: key 'power_w' must not be negative", path, where);
+    if (const toml::table* tiling = (*t)["tiling"].as_table()) {
+      const std::string tw = where + " tiling";
+      d.tm = as_int(positive(*tiling, "tm", path, tw));
+      d.tn = as_int(positive(*tiling, "tn", path, tw));
+      d.tr = as_int(positive(*tiling, "tr", path, tw));
+      d.tc = as_int(positive(*tiling, "tc", path, tw));
+      d.tr_in = as_int(positive(*tiling, "tr_in", path, tw, false, d.tr));
+      d.tc_in = as_int(positive(*tiling, "tc_in", path, tw, false, d.tc));
+    } else if (d.type == "CNN") {
+      fail("{}: {}: a CNN design needs a 'tiling' table (tm, tn, tr, tc)", path, where);
+    }
+    const std::vector<std::string> kinds = strings(*t, "supports", path, where);
+    if (kinds.empty()) fail("{}: {}: key 'supports' must list at least one layer type", path, where);
+    for (const std::string& k : kinds) {
+      LayerKind kind;
+      if (!parse_kind(k, kind)) {
+        fail("{}: {}: key 'supports': unknown layer type '{}' (conv, fc, matmul, lstm, cheap)",
+             path, where, k);
+      }
+      d.supports |= 1u << static_cast<int>(kind);
+    }
+    d.supports |= 1u << static_cast<int>(LayerKind::Cheap);  // any engine can move bytes
+    out.push_back(d);
+  }
+  return out;
+}
+
+std::vector<Design> load_design_library(const std::string& path) {
+  return parse_design_library(read_text(path, "design library"), path);
+}
+
+GpuSpec load_gpu_spec(const std::string& path) {
+  const toml::table root = parse_toml(read_text(path, "device spec"), path);
+  const std::string name = std::filesystem::path(path).stem().string();
+  // Device files may keep the figures at top level or under [device].
+  const toml::table* t = root["device"].as_table();
+  if (t == nullptr || t->get("dram_bandwidth_gbs") == nullptr) t = &root;
+  return gpu_from_table(*t, path, "device", name);
+}
+
+System parse_system(const std::string& content, const std::string& path) {
+  const toml::table root = parse_toml(content, path);
+  System s;
+  s.path = path;
+  s.name = text(root, "name", path, "system", false,
+                std::filesystem::path(path).stem().string());
+  const std::string lib = text(root, "design_library", path, "system", true);
+  std::vector<Design> library = load_design_library(resolve(path, lib));
+  const std::vector<std::string> allowed = strings(root, "designs", path, "system");
+  if (allowed.empty()) {
+    s.designs = library;
+  } else {
+    for (const std::string& id : allowed) {
+      bool found = false;
+      for (const Design& d : library) {
+        if (d.id == id) {
+          s.designs.push_back(d);
+          found = true;
+        }
+      }
+      if (!found) fail("{}: key 'designs': unknown design '{}' (not in {})", path, id, lib);
+    }
+  }
+
+  const toml::table* devices = root["devices"].as_table();
+  if (devices == nullptr) fail("{}: missing table [devices]", path);
+  const double count = number(*devices, "fpga", path, "[devices]", true);
+  if (count < 0 || count != static_cast<int>(count)) {
+    fail("{}: [devices]: key 'fpga' must be a non-negative integer", path);
+  }
+  s.fpga_devices = static_cast<int>(count);
+  if (const toml::array* gpus = (*devices)["gpu"].as_array()) {
+    for (std::size_t i = 0; i < gpus->size(); ++i) {
+      const toml::table* g = gpus->get(i)->as_table();
+      const std::string where = fmt::format("[[devices.gpu]] #{}", i + 1);
+      if (g == nullptr) fail("{}: {} is not a table", path, where);
+      GpuSpec spec;
+      if (const toml::table* inline_spec = (*g)["spec"].as_table()) {
+        spec = gpu_from_table(*inline_spec, path, where + " spec",
+                              text(*g, "name", path, where, false, fmt::format("gpu{}", i)));
+      } else {
+        const std::string dev = text(*g, "device", path, where, true);
+        spec = load_gpu_spec(resolve(path, "../devices/" + dev + ".toml"));
+      }
+      const int copies = as_int(positive(*g, "count", path, where, false, 1));
+      int index = s.design_index("gpu:" + spec.name);
+      if (index < 0) {
+        s.designs.push_back(gpu_design(spec));
+        index = static_cast<int>(s.designs.size()) - 1;
+      }
+      for (int c = 0; c < copies; ++c) s.gpu_designs.push_back(index);
+    }
+  }
+  if (s.total_devices() == 0) fail("{}: [devices]: the system has no devices", path);
+  if (s.fpga_devices > 0) {
+    bool any_fpga = false;
+    for (const Design& d : s.designs) any_fpga |= !d.is_gpu;
+    if (!any_fpga) fail("{}: key 'designs': FPGA devices but no FPGA design", path);
+  }
+
+  const toml::table* bw = root["bandwidth"].as_table();
+  if (bw == nullptr) fail("{}: missing table [bandwidth]", path);
+  s.intra_group_gbs = positive(*bw, "intra_group_gbs", path, "[bandwidth]");
+  s.inter_group_gbs = positive(*bw, "inter_group_gbs", path, "[bandwidth]");
+  s.host_gbs = positive(*bw, "host_gbs", path, "[bandwidth]");
+  if (const toml::node* n = bw->get("route_via_host")) {
+    auto v = n->value<bool>();
+    if (!v) fail("{}: [bandwidth]: key 'route_via_host' must be true or false", path);
+    s.route_via_host = *v;
+  }
+  if (const toml::table* opt = root["options"].as_table()) {
+    if (const toml::node* n = opt->get("overlap")) {
+      auto v = n->value<bool>();
+      if (!v) fail("{}: [options]: key 'overlap' must be true or false", path);
+      s.overlap = *v;
+    }
+  }
+  std::vector<std::string> baseline;
+  if (const toml::table* b = root["baseline"].as_table()) {
+    baseline = strings(*b, "designs", path, "[baseline]");
+  }
+  for (const std::string& id : baseline) {
+    const int index = s.design_index(id);
+    if (index < 0) fail("{}: [baseline]: key 'designs': unknown design '{}'", path, id);
+    if (s.designs[index].is_gpu) fail("{}: [baseline]: key 'designs': '{}' is a GPU", path, id);
+    s.baseline_designs.push_back(index);
+  }
+  if (s.baseline_designs.empty()) {
+    for (std::size_t i = 0; i < s.designs.size(); ++i) {
+      if (!s.designs[i].is_gpu) s.baseline_designs.push_back(static_cast<int>(i));
+    }
+  }
+  return s;
+}
+
+System load_system(const std::string& path) {
+  return parse_system(read_text(path, "system"), path);
+}
+
+}  // namespace orchid::mapping

@@ -1,0 +1,56 @@
+// The mapper's view of a network: a DAG of layers with the dimensions the cost models
+// need. Built from any imported ONNX graph, or read from a benchmark case file
+// (configs/workloads/*.toml, H2H-style modalities with fusion edges).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/graph.hpp"
+#include "mapping/design.hpp"
+
+namespace orchid::mapping {
+
+// Dimensions per inference sample; `batch` multiplies them.
+//  conv:   M out channels, N in channels, R x C output, K kernel, S stride, P pad
+//  fc:     M out features, N in features, K columns (tokens) per sample
+//  matmul: G independent products (heads) of (M x N) * (N x K), both operands activations
+//  lstm:   hidden, dimen (input size), iter (time steps, x2 when bidirectional)
+//  cheap:  elems output elements (pooling, elementwise, normalisation)
+struct Layer {
+  std::string name;
+  LayerKind kind = LayerKind::Cheap;
+  int modality = 0;  // H2H naming M<modality>L<index>; used by its activation locality
+  int index = 0;
+  std::int64_t m = 1, n = 1, r = 1, c = 1, k = 1, s = 1, p = 0, g = 1;
+  std::int64_t hidden = 0, dimen = 0, iter = 0;
+  std::int64_t elems = 0;  // cheap work (for heavy layers: the fused epilogue)
+  std::int64_t in_elems = 0, out_elems = 0;  // activations per sample; 0 = from the dims
+  std::int64_t batch = 1;
+  std::vector<int> preds;
+  std::vector<int> succs;
+
+  double weight_elements() const;  // per copy of the model
+  double input_elements() const;   // whole batch
+  double output_elements() const;  // whole batch
+  double ops() const;              // multiply-adds x 2, whole batch
+};
+
+struct Workload {
+  std::string name;
+  std::int64_t batch = 1;
+  std::vector<Layer> layers;  // topologically ordered
+  void link();                // fills succs from preds and checks the order
+};
+
+// Heavy ops (Conv, Gemm/MatMul, LSTM) become layers; pooling, elementwise and norm ops
+// become cheap layers; layout ops (reshape, transpose, ...) are folded into edges.
+Workload extract_workload(const Graph& graph, std::int64_t batch, const std::string& name);
+Workload load_case_file(const std::string& path, std::int64_t batch);
+Workload parse_case(const std::string& text, const std::string& path, std::int64_t batch);
+// WORKLOAD is an .onnx path, a case file path, or a name looked up as
+// configs/workloads/<name>.toml, then models/<name>.onnx.
+Workload load_workload(const std::string& spec, std::int64_t batch);
+
+}  // namespace orchid::mapping

@@ -2,8 +2,9 @@
 // primitives of the expected ops and compute the same outputs), the softmax·V
 // alternative, and every zoo model end to end. Outputs are compared elementwise with
 // |fissioned - original| <= 1e-5 + 1e-4 * |original| for single ops; zoo models use
-// |a - b| <= 1e-4 * (1 + max|original|) + 1e-3 * |original| per output, since errors of
-// reassociated arithmetic accumulate through dozens of layers.
+// |a - b| <= 2e-5 * (1 + max|original|) + 1e-4 * |original| per output, since rounding
+// of reassociated arithmetic (folded BatchNorm, f32 instead of f64 statistics) adds up
+// over dozens of layers; the worst seen is about 2e-6 * (1 + max|original|).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -52,21 +53,23 @@ Tensor random_f32(Shape shape, std::uint64_t seed, float lo = -1.0F, float hi = 
   return t;
 }
 
+// `worst`, when given, receives max over outputs of max|a - b| / (1 + max|b|).
 ::testing::AssertionResult outputs_match(const Graph& original, const Graph& fissioned,
                                          const TensorMap& feed, double atol, double rtol,
-                                         bool scale_atol = false) {
+                                         bool scale_atol = false, double* worst = nullptr) {
   const TensorMap expected = ReferenceInterpreter(original).run(feed);
   const TensorMap actual = ReferenceInterpreter(fissioned).run(feed);
+  if (worst) *worst = 0;
   for (const auto& name : original.outputs) {
+    const Tensor& a = actual.at(name);
     const Tensor& b = expected.at(name);
-    double tol = atol;
-    if (scale_atol) {
-      double peak = 0;
-      for (std::int64_t i = 0; i < b.numel(); ++i)
-        peak = std::max(peak, std::fabs(b.get_as_double(i)));
-      tol = atol * (1.0 + peak);
+    double peak = 0, diff = 0;
+    for (std::int64_t i = 0; i < b.numel() && a.shape() == b.shape(); ++i) {
+      peak = std::max(peak, std::fabs(b.get_as_double(i)));
+      diff = std::max(diff, std::fabs(a.get_as_double(i) - b.get_as_double(i)));
     }
-    auto r = testing::tensors_close(actual.at(name), b, rtol, tol);
+    if (worst) *worst = std::max(*worst, diff / (1.0 + peak));
+    auto r = testing::tensors_close(a, b, rtol, scale_atol ? atol * (1.0 + peak) : atol);
     if (!r) return r << " (output " << name << ")";
   }
   return ::testing::AssertionSuccess();
@@ -475,6 +478,25 @@ TEST(FissionShapeOps, IdentityAndDropoutDisappear) {
   EXPECT_EQ(r.graph.nodes[0].outputs[0], "y");  // the graph output's name is kept
 }
 
+TEST(FissionShapeOps, NoOpPrimitivesDisappear) {
+  // Relu(Concat(Expand(Cast(Transpose(x, identity perm), f32), same shape))).
+  Graph g;
+  g.name = "noops";
+  g.set_type("x", DType::F32, {2, 3});
+  g.set_constant("shape", i64({2}, {2, 3}));
+  g.inputs = {"x"};
+  g.outputs = {"y"};
+  g.nodes.push_back(
+      Node{"t", "Transpose", "", {{"perm", std::vector<std::int64_t>{0, 1}}}, {"x"}, {"t1"}});
+  g.nodes.push_back(Node{"c", "Cast", "", {{"to", std::int64_t{1}}}, {"t1"}, {"t2"}});
+  g.nodes.push_back(Node{"e", "Expand", "", {}, {"t2", "shape"}, {"t3"}});
+  g.nodes.push_back(Node{"k", "Concat", "", {{"axis", std::int64_t{0}}}, {"t3"}, {"t4"}});
+  g.nodes.push_back(Node{"r", "Relu", "", {}, {"t4"}, {"y"}});
+  infer_shapes(g);
+  const FissionResult r = check_rule(g, {"Relu"});
+  EXPECT_EQ(r.graph.nodes[0].inputs[0], "x");
+}
+
 TEST(FissionShapeOps, DepthToSpaceAndSpaceToDepth) {
   const Tensor x = random_f32({1, 8, 2, 3}, 71);
   check_rule(single_op_graph("DepthToSpace", {{"x", x}}, {{"blocksize", std::int64_t{2}}}),
@@ -565,8 +587,9 @@ void expect_alternatives_match(const Graph& model, const FissionResult& r, std::
   }
 }
 
-// Nodes the graph outputs need; none of them may read an alternative tensor.
-void expect_main_graph_ignores_alternatives(const FissionResult& r) {
+// Nodes the graph outputs need; none of them may read an alternative tensor. Returns
+// how many nodes only alternatives need.
+std::size_t expect_main_graph_ignores_alternatives(const FissionResult& r) {
   const auto producers = r.graph.producers();
   std::set<std::string> needed(r.graph.outputs.begin(), r.graph.outputs.end());
   std::vector<std::string> stack(needed.begin(), needed.end());
@@ -580,6 +603,9 @@ void expect_main_graph_ignores_alternatives(const FissionResult& r) {
     }
   }
   for (const auto& [alt, main] : r.alternatives) EXPECT_FALSE(needed.count(alt)) << alt;
+  std::size_t extra = 0;
+  for (const Node& node : r.graph.nodes) extra += needed.count(node.outputs[0]) ? 0 : 1;
+  return extra;
 }
 
 TEST(FissionSoftmaxMatMul, AlternativeReassociatesTheNormalisation) {
@@ -652,9 +678,10 @@ TEST_P(FissionZoo, PrimitiveGraphComputesTheModel) {
     ASSERT_TRUE(is_primitive(node)) << node.describe();
     ASSERT_TRUE(r.origin.count(node.name)) << node.name;
   }
-  expect_main_graph_ignores_alternatives(r);
+  const std::size_t alternative_only = expect_main_graph_ignores_alternatives(r);
   const TensorMap feed = make_random_inputs(model, 0);
-  EXPECT_TRUE(outputs_match(model, r.graph, feed, 1e-4, 1e-3, true));
+  double worst = 0;
+  EXPECT_TRUE(outputs_match(model, r.graph, feed, 2e-5, 1e-4, true, &worst));
 
   const auto hist = primitive_class_histogram(r.graph);
   std::size_t total = 0;
@@ -663,7 +690,9 @@ TEST_P(FissionZoo, PrimitiveGraphComputesTheModel) {
   std::string line =
       fmt::format("[fission] {}: {} ops -> {} primitives (", GetParam(), model.nodes.size(), total);
   for (const auto& [c, n] : hist) line += fmt::format(" {} {}", primitive_class_name(c), n);
-  line += fmt::format(" ), {} softmax-matmul alternatives", r.alternatives.size());
+  line += fmt::format(
+      " ), {} of them only in {} softmax-matmul alternatives, max error {:.1e} of (1 + max|y|)",
+      alternative_only, r.alternatives.size(), worst);
   std::cout << line << "\n";
   RecordProperty("primitives", static_cast<int>(total));
 }

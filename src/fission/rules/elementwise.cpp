@@ -1,6 +1,7 @@
 // Variadic elementwise ops become chains of binary primitives (the canonical form):
 //   Sum = a + b + ...   Mean = Sum / n   Max/Min = pairwise Max/Min
-// A single input is the identity. CastLike becomes Cast to the second input's dtype.
+// A single input is the identity. CastLike becomes Cast to the second input's dtype, and
+// a Cast to the dtype the tensor already has disappears.
 #include <fmt/format.h>
 
 #include "fission/rule.hpp"
@@ -42,8 +43,20 @@ void mean(RuleContext& ctx) {
   ctx.emit("Div", {s, count}, {}, "div", ctx.output(0));
 }
 
+void cast_to(RuleContext& ctx, DType to) {
+  if (ctx.dtype(ctx.input(0)) == to) {
+    ctx.alias(ctx.output(0), ctx.input(0));
+  } else {
+    ctx.cast(ctx.input(0), to, "", ctx.output(0));
+  }
+}
+
 void cast_like(RuleContext& ctx) {
-  ctx.cast(ctx.input(0), ctx.dtype(ctx.input(1)), "", ctx.output(0));
+  cast_to(ctx, ctx.dtype(ctx.input(1)));
+}
+
+void cast(RuleContext& ctx) {
+  cast_to(ctx, ctx.model().tensor(ctx.output(0)).dtype);
 }
 
 }  // namespace
@@ -54,6 +67,7 @@ void register_elementwise_rules(RuleTable& table) {
   table["Min"] = variadic("Min");
   table["Mean"] = mean;
   table["CastLike"] = cast_like;
+  table["Cast"] = cast;
 }
 
 }  // namespace orchid::fission_detail

@@ -4,6 +4,7 @@
 //   Split   -> one Slice per output
 //   Tile    -> Reshape (a unit axis before each repeated one), Expand, Reshape
 //   Identity / Dropout (inference) -> nothing: consumers read the input
+//   Transpose, Expand and Concat that change nothing -> nothing as well
 #include "fission/rule.hpp"
 #include "ir/ops/layout_params.hpp"
 
@@ -76,6 +77,23 @@ void tile(RuleContext& ctx) {
   ctx.reshape(e, out, "merge", ctx.output(0));
 }
 
+// Primitives kept as they are unless they would copy their input unchanged.
+void transpose(RuleContext& ctx) {
+  const std::string x = ctx.input(0);
+  ctx.transpose(x, transpose_perm(ctx.node(), ctx.shape(x).size()), "", ctx.output(0));
+}
+
+void unless_noop(RuleContext& ctx) {
+  const std::string x = ctx.input(0);
+  const bool single_input = ctx.node().inputs.size() == 1;  // Concat of one tensor
+  if ((single_input || ctx.node().op_type == "Expand") &&
+      ctx.shape(x) == ctx.model_shape(ctx.output(0))) {
+    ctx.alias(ctx.output(0), x);
+  } else {
+    ctx.pass_through();
+  }
+}
+
 }  // namespace
 
 void register_shape_op_rules(RuleTable& table) {
@@ -84,6 +102,9 @@ void register_shape_op_rules(RuleTable& table) {
   table["Dropout"] = identity;
   table["Split"] = split;
   table["Tile"] = tile;
+  table["Transpose"] = transpose;
+  table["Expand"] = unless_noop;
+  table["Concat"] = unless_noop;
 }
 
 }  // namespace orchid::fission_detail

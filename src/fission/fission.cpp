@@ -139,13 +139,20 @@ FissionResult fission(const Graph& model, const FissionOptions& options) {
   FissionState state{model, result, {}, {}, {}};
   // Names are the key of `origin`; unnamed model nodes get one from op type and position.
   std::vector<Node>& nodes = state.nodes;
+  // Model names are reserved: each node's own name goes to its first primitive.
+  for (const Node& node : model.nodes) state.node_names.insert(node.name);
   for (std::size_t i : model.topological_order()) {
     Node node = model.nodes[i];
-    if (node.name.empty()) node.name = fmt::format("{}_{}", node.op_type, i);
+    if (node.name.empty()) {
+      std::string name = fmt::format("{}_{}", node.op_type, i);
+      for (int k = 1; state.node_names.count(name); ++k) {
+        name = fmt::format("{}_{}_{}", node.op_type, i, k);
+      }
+      node.name = name;
+      state.node_names.insert(name);
+    }
     nodes.push_back(std::move(node));
   }
-  // Model names are reserved: each node's own name goes to its first primitive.
-  for (const Node& node : nodes) state.node_names.insert(node.name);
 
   const RuleTable& rules = rule_table();
   for (const Node& node : nodes) {

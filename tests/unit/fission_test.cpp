@@ -15,6 +15,7 @@
 
 #include "fission/fission.hpp"
 #include "fission/primitive.hpp"
+#include "onnx/onnx_writer.hpp"
 #include "op_test_util.hpp"
 #include "passes/load_model.hpp"
 #include "runtime/random_inputs.hpp"
@@ -497,6 +498,26 @@ TEST(FissionShapeOps, NoOpPrimitivesDisappear) {
   EXPECT_EQ(r.graph.nodes[0].inputs[0], "x");
 }
 
+TEST(FissionNames, UnnamedNodesGetUniqueNamesAndEveryPrimitiveAnOrigin) {
+  Graph g;
+  g.name = "unnamed";
+  g.set_type("x", DType::F32, {2, 3});
+  g.inputs = {"x"};
+  g.outputs = {"y"};
+  g.nodes.push_back(Node{"", "Softmax", "", {}, {"x"}, {"s"}});
+  g.nodes.push_back(Node{"Softmax_0", "Relu", "", {}, {"s"}, {"y"}});  // clashes on purpose
+  infer_shapes(g);
+  const FissionResult r = check_rule(g, {"ReduceMax", "Sub", "Exp", "ReduceSum", "Div", "Relu"});
+  std::set<std::string> origins;
+  for (const auto& [prim, op] : r.origin) origins.insert(op);
+  EXPECT_EQ(origins, (std::set<std::string>{"Softmax_0", "Softmax_0_1"}));
+  for (const Node& node : r.graph.nodes) {
+    if (node.op_type == "Exp") {
+      EXPECT_EQ(node.outputs[0], "Softmax_0_1/fission/exp");
+    }
+  }
+}
+
 TEST(FissionShapeOps, DepthToSpaceAndSpaceToDepth) {
   const Tensor x = random_f32({1, 8, 2, 3}, 71);
   check_rule(single_op_graph("DepthToSpace", {{"x", x}}, {{"blocksize", std::int64_t{2}}}),
@@ -706,6 +727,20 @@ TEST(FissionZooAlternatives, AttentionModelsOfferReassociatedSoftmax) {
     EXPECT_FALSE(r.alternatives.empty()) << name;
     if (std::string(name) == "tiny_attention") expect_alternatives_match(model, r, 0, 1e-5, 1e-3);
   }
+}
+
+TEST(FissionZooOnnx, PrimitiveGraphRoundTripsThroughOnnx) {
+  // A primitive graph is an ordinary graph: it writes to ONNX and loads back unchanged
+  // in behaviour (alternatives included, as dead nodes).
+  const std::string path = (fs::path(ORCHID_MODELS_DIR) / "tiny_attention.onnx").string();
+  const Graph model = load_model(path).graph;
+  const FissionResult r = fission(model);
+  const fs::path out = fs::temp_directory_path() / "orchid_fission_tiny_attention.onnx";
+  write_onnx(r.graph, out.string());
+  const Graph back = load_model(out.string()).graph;
+  fs::remove(out);
+  for (const Node& node : back.nodes) EXPECT_TRUE(is_primitive(node)) << node.describe();
+  EXPECT_TRUE(outputs_match(model, back, make_random_inputs(model, 1), 1e-5, 1e-4));
 }
 
 INSTANTIATE_TEST_SUITE_P(FissionModels, FissionZoo, ::testing::ValuesIn(zoo_models()),

@@ -101,7 +101,8 @@ double fma_gflops(int threads, int runs) {
   std::vector<double> sinks(static_cast<std::size_t>(threads));
   for (int r = 0; r < runs; ++r) {
     const double sec = timed_parallel(threads, [&](int t) {
-      sinks[static_cast<std::size_t>(t)] = fma_gflops_one_thread(kIters, 1.0f + static_cast<float>(t));
+      sinks[static_cast<std::size_t>(t)] =
+          fma_gflops_one_thread(kIters, 1.0f + static_cast<float>(t));
     });
     best = std::min(best, sec);
   }
@@ -121,8 +122,8 @@ double sgemm_gflops(int n, int threads, int runs) {
   double best = 1e30;
   for (int r = 0; r < runs; ++r) {
     const auto start = Clock::now();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(),
-                n, 0.0f, c.data(), n);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n,
+                0.0f, c.data(), n);
     best = std::min(best, seconds_since(start));
   }
   return 2.0 * n * static_cast<double>(n) * n / best / 1e9;

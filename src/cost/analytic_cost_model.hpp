@@ -1,0 +1,43 @@
+// The analytic kernel cost: a pure function of (kernel, device). Exposed piecewise so
+// tests, reports and a later measured model (which falls back to this one for kernels
+// it has no measurement of) can see why a kernel costs what it costs.
+// The model is documented in docs/cost_model.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "cost/device_spec.hpp"
+#include "orchestrate/kernel_view.hpp"
+
+namespace orchid {
+
+struct KernelCost {
+  double launch_us = 0;
+  double memory_us = 0;   // DRAM traffic at the effective bandwidth
+  double compute_us = 0;  // linear ops on the matrix units + vector math
+  double total_us = 0;    // launch + max(memory, compute)
+  double dram_bytes = 0;  // inputs read once + outputs written once
+  double flops = 0;       // useful FLOPs (a multiply-add is 2)
+  double linear_flops = 0;
+  double access_efficiency = 1;  // bandwidth fraction the access pattern allows
+  bool compute_bound() const { return compute_us > memory_us; }
+};
+
+KernelCost analytic_kernel_cost(const KernelView& kernel, const DeviceSpec& device);
+
+// The GEMM shape a linear node maps to (implicit GEMM for convolutions).
+struct GemmShape {
+  std::int64_t batch = 1;  // independent GEMMs (batch dims, conv groups)
+  std::int64_t m = 0, n = 0, k = 0;
+  std::int64_t flops() const { return 2 * batch * m * n * k; }
+};
+// Returns false for ops that are not linear or lack typed shapes.
+bool linear_gemm_shape(const Graph& graph, const Node& node, GemmShape& shape);
+
+// Time of one linear op on the device, in microseconds: the better of tiled GEMM on
+// the matrix units (tile quantisation, waves over compute units, split-K) and direct
+// code on the FP32 units. `matrix_peak_gflops` is the peak its dtype runs at.
+double linear_time_us(const GemmShape& shape, const DeviceSpec& device, double matrix_peak_gflops);
+
+}  // namespace orchid

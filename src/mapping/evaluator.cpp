@@ -128,7 +128,9 @@ double Evaluator::transfer_seconds(double bytes, int from_group, int to_group) c
   return bytes / (system_.inter_group_gbs * 1e9);
 }
 
-double Evaluator::makespan(const Mapping& mapping) const { return run(mapping, nullptr); }
+double Evaluator::makespan(const Mapping& mapping) const {
+  return run(mapping, nullptr);
+}
 
 Schedule Evaluator::schedule(const Mapping& mapping) const {
   Schedule s;
@@ -148,9 +150,9 @@ double Evaluator::run(const Mapping& m, Schedule* out) const {
     Strategy s = l < static_cast<int>(m.strategy.size()) ? m.strategy[l] : Strategy::None;
     if (!strategy_valid(workload_.layers[l], s, grp.size)) s = Strategy::None;
     if (compute_seconds(l, grp.design, grp.size, s) < 0 && problem.empty()) {
-      problem = fmt::format("layer '{}' ({}) is not supported by design '{}'",
-                            workload_.layers[l].name, kind_name(workload_.layers[l].kind),
-                            system_.designs[grp.design].id);
+      problem =
+          fmt::format("layer '{}' ({}) is not supported by design '{}'", workload_.layers[l].name,
+                      kind_name(workload_.layers[l].kind), system_.designs[grp.design].id);
     }
     strat[l] = s;
   }

@@ -22,8 +22,8 @@ struct Group {
 
 struct Mapping {
   std::vector<Group> groups;
-  std::vector<int> group_of;          // per layer
-  std::vector<Strategy> strategy;     // per layer; invalid choices fall back to None
+  std::vector<int> group_of;       // per layer
+  std::vector<Strategy> strategy;  // per layer; invalid choices fall back to None
 };
 
 struct Interval {
@@ -75,7 +75,8 @@ class Evaluator {
   double run(const Mapping& mapping, Schedule* out) const;
   std::size_t slot(int layer, int design, int p, Strategy s) const {
     return ((static_cast<std::size_t>(layer) * designs_ + design) * (max_p_ + 1) + p) *
-               kStrategies + static_cast<int>(s);
+               kStrategies +
+           static_cast<int>(s);
   }
 
   const Workload& workload_;

@@ -13,7 +13,9 @@ double ceil_div(std::int64_t a, std::int64_t b) {
 }
 
 // DRAM <-> on-chip port, bits per second.
-double chip_bits_per_second(const Design& d) { return d.port_bits * d.freq_mhz * 1e6; }
+double chip_bits_per_second(const Design& d) {
+  return d.port_bits * d.freq_mhz * 1e6;
+}
 
 // FC or matmul columns on a conv engine: a 1x1 conv over K output pixels laid out on
 // the tile's rows and columns.
@@ -60,8 +62,8 @@ double cheap_core_seconds(const Design& d, double elems) {
 
 double gpu_roofline_seconds(const GpuSpec& gpu, const Layer& l) {
   const double bytes = 4.0 * (l.weight_elements() + l.input_elements() + l.output_elements());
-  const double t = std::max(l.ops() / (gpu.peak_fp32_gflops * 1e9),
-                            bytes / (gpu.dram_bandwidth_gbs * 1e9));
+  const double t =
+      std::max(l.ops() / (gpu.peak_fp32_gflops * 1e9), bytes / (gpu.dram_bandwidth_gbs * 1e9));
   return gpu.launch_overhead_us * 1e-6 + t;
 }
 
@@ -74,10 +76,12 @@ double AnalyticCostProvider::compute_seconds(const Layer& l, const Design& d) co
                               : 0;
   const bool conv_engine = d.type == "CNN";
   switch (l.kind) {
-    case LayerKind::Conv: return b * conv_core_seconds(d, l.m, l.n, l.r, l.c, l.k) + epilogue;
+    case LayerKind::Conv:
+      return b * conv_core_seconds(d, l.m, l.n, l.r, l.c, l.k) + epilogue;
     case LayerKind::Fc: {
       const std::int64_t cols = l.k * l.batch;
-      return (conv_engine ? fc_on_conv_engine(d, l.m, l.n, cols) : fc_core_seconds(d, l.m, l.n, cols)) +
+      return (conv_engine ? fc_on_conv_engine(d, l.m, l.n, cols)
+                          : fc_core_seconds(d, l.m, l.n, cols)) +
              epilogue;
     }
     case LayerKind::MatMul: {
@@ -86,8 +90,10 @@ double AnalyticCostProvider::compute_seconds(const Layer& l, const Design& d) co
                                      : fc_core_seconds(d, l.k, l.n, l.m)) +
              epilogue;
     }
-    case LayerKind::Lstm: return b * lstm_core_seconds(d, l.hidden, l.dimen, l.iter) + epilogue;
-    case LayerKind::Cheap: return cheap_core_seconds(d, static_cast<double>(l.elems) * b);
+    case LayerKind::Lstm:
+      return b * lstm_core_seconds(d, l.hidden, l.dimen, l.iter) + epilogue;
+    case LayerKind::Cheap:
+      return cheap_core_seconds(d, static_cast<double>(l.elems) * b);
   }
   return -1;
 }

@@ -48,7 +48,6 @@ double gpu_roofline_seconds(const GpuSpec& gpu, const Layer& layer);
 
 // H2H's host-link terms: weights M N K K, IFM N (2R)(2C) (as the H2H code charges it),
 // OFM M R C elements, over `host_gbs`.
-double host_transfer_seconds(const Design& d, const Layer& layer, XferFlags flags,
-                             double host_gbs);
+double host_transfer_seconds(const Design& d, const Layer& layer, XferFlags flags, double host_gbs);
 
 }  // namespace orchid::mapping

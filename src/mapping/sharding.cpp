@@ -7,19 +7,29 @@ namespace orchid::mapping {
 
 const char* strategy_name(Strategy s) {
   switch (s) {
-    case Strategy::None: return "none";
-    case Strategy::Batch: return "batch";
-    case Strategy::OutChannel: return "out-ch";
-    case Strategy::InChannelAllReduce: return "in-ch/all-reduce";
-    case Strategy::InChannelReduceScatter: return "in-ch/reduce-scatter";
-    case Strategy::Spatial: return "spatial";
+    case Strategy::None:
+      return "none";
+    case Strategy::Batch:
+      return "batch";
+    case Strategy::OutChannel:
+      return "out-ch";
+    case Strategy::InChannelAllReduce:
+      return "in-ch/all-reduce";
+    case Strategy::InChannelReduceScatter:
+      return "in-ch/reduce-scatter";
+    case Strategy::Spatial:
+      return "spatial";
   }
   return "?";
 }
 
 namespace {
-double per_second(double bw_gbs) { return bw_gbs * 1e9; }
-std::int64_t split(std::int64_t v, int p) { return (v + p - 1) / p; }
+double per_second(double bw_gbs) {
+  return bw_gbs * 1e9;
+}
+std::int64_t split(std::int64_t v, int p) {
+  return (v + p - 1) / p;
+}
 }  // namespace
 
 double ring_all_reduce_seconds(double bytes, int p, double bw) {
@@ -38,28 +48,40 @@ double all_to_all_seconds(double bytes, int p, double bw) {
 bool strategy_valid(const Layer& l, Strategy s, int p) {
   if (p <= 1) return s == Strategy::None;
   switch (s) {
-    case Strategy::None: return true;
-    case Strategy::Batch: return l.batch >= 2;  // fewer samples than devices leaves some idle
+    case Strategy::None:
+      return true;
+    case Strategy::Batch:
+      return l.batch >= 2;  // fewer samples than devices leaves some idle
     case Strategy::OutChannel:
       switch (l.kind) {
         case LayerKind::Conv:
-        case LayerKind::Fc: return l.m >= p;
-        case LayerKind::MatMul: return l.g >= p;
-        case LayerKind::Lstm: return l.hidden >= p;
-        case LayerKind::Cheap: return l.elems >= p;
+        case LayerKind::Fc:
+          return l.m >= p;
+        case LayerKind::MatMul:
+          return l.g >= p;
+        case LayerKind::Lstm:
+          return l.hidden >= p;
+        case LayerKind::Cheap:
+          return l.elems >= p;
       }
       return false;
     case Strategy::InChannelAllReduce:
     case Strategy::InChannelReduceScatter:
       return (l.kind == LayerKind::Conv || l.kind == LayerKind::Fc ||
-              l.kind == LayerKind::MatMul) && l.n >= p;
+              l.kind == LayerKind::MatMul) &&
+             l.n >= p;
     case Strategy::Spatial:
       switch (l.kind) {
-        case LayerKind::Conv: return l.r >= p;
-        case LayerKind::Fc: return l.k >= p;
-        case LayerKind::MatMul: return l.m >= p;
-        case LayerKind::Lstm: return false;
-        case LayerKind::Cheap: return l.elems >= p;
+        case LayerKind::Conv:
+          return l.r >= p;
+        case LayerKind::Fc:
+          return l.k >= p;
+        case LayerKind::MatMul:
+          return l.m >= p;
+        case LayerKind::Lstm:
+          return false;
+        case LayerKind::Cheap:
+          return l.elems >= p;
       }
       return false;
   }
@@ -71,12 +93,18 @@ Layer shard_layer(const Layer& l, Strategy s, int p) {
   if (p <= 1) return out;
   auto scale = [&](std::int64_t v) { return v == 0 ? 0 : std::max<std::int64_t>(1, split(v, p)); };
   switch (s) {
-    case Strategy::None: break;
-    case Strategy::Batch: out.batch = split(l.batch, p); break;
+    case Strategy::None:
+      break;
+    case Strategy::Batch:
+      out.batch = split(l.batch, p);
+      break;
     case Strategy::OutChannel:
-      if (l.kind == LayerKind::MatMul) out.g = split(l.g, p);
-      else if (l.kind == LayerKind::Lstm) out.hidden = split(l.hidden, p);
-      else out.m = split(l.m, p);
+      if (l.kind == LayerKind::MatMul)
+        out.g = split(l.g, p);
+      else if (l.kind == LayerKind::Lstm)
+        out.hidden = split(l.hidden, p);
+      else
+        out.m = split(l.m, p);
       out.elems = scale(l.elems);
       out.out_elems = scale(l.out_elems);
       break;
@@ -87,9 +115,12 @@ Layer shard_layer(const Layer& l, Strategy s, int p) {
       out.elems = scale(l.elems);
       break;
     case Strategy::Spatial:
-      if (l.kind == LayerKind::Conv) out.r = split(l.r, p);
-      else if (l.kind == LayerKind::Fc) out.k = split(l.k, p);
-      else if (l.kind == LayerKind::MatMul) out.m = split(l.m, p);
+      if (l.kind == LayerKind::Conv)
+        out.r = split(l.r, p);
+      else if (l.kind == LayerKind::Fc)
+        out.k = split(l.k, p);
+      else if (l.kind == LayerKind::MatMul)
+        out.m = split(l.m, p);
       out.elems = scale(l.elems);
       out.in_elems = scale(l.in_elems);
       out.out_elems = scale(l.out_elems);
@@ -111,12 +142,17 @@ double shard_weight_elements(const Layer& l, Strategy s, int p) {
 Layout input_layout(Strategy s, int p) {
   if (p <= 1) return Layout::Single;
   switch (s) {
-    case Strategy::None: return Layout::Single;
-    case Strategy::Batch: return Layout::SplitBatch;
-    case Strategy::OutChannel: return Layout::Replicated;
+    case Strategy::None:
+      return Layout::Single;
+    case Strategy::Batch:
+      return Layout::SplitBatch;
+    case Strategy::OutChannel:
+      return Layout::Replicated;
     case Strategy::InChannelAllReduce:
-    case Strategy::InChannelReduceScatter: return Layout::SplitChannel;
-    case Strategy::Spatial: return Layout::SplitSpatial;
+    case Strategy::InChannelReduceScatter:
+      return Layout::SplitChannel;
+    case Strategy::Spatial:
+      return Layout::SplitSpatial;
   }
   return Layout::Single;
 }
@@ -124,12 +160,18 @@ Layout input_layout(Strategy s, int p) {
 Layout output_layout(Strategy s, int p) {
   if (p <= 1) return Layout::Single;
   switch (s) {
-    case Strategy::None: return Layout::Single;
-    case Strategy::Batch: return Layout::SplitBatch;
-    case Strategy::OutChannel: return Layout::SplitChannel;
-    case Strategy::InChannelAllReduce: return Layout::Replicated;
-    case Strategy::InChannelReduceScatter: return Layout::SplitChannel;
-    case Strategy::Spatial: return Layout::SplitSpatial;
+    case Strategy::None:
+      return Layout::Single;
+    case Strategy::Batch:
+      return Layout::SplitBatch;
+    case Strategy::OutChannel:
+      return Layout::SplitChannel;
+    case Strategy::InChannelAllReduce:
+      return Layout::Replicated;
+    case Strategy::InChannelReduceScatter:
+      return Layout::SplitChannel;
+    case Strategy::Spatial:
+      return Layout::SplitSpatial;
   }
   return Layout::Single;
 }
@@ -138,8 +180,10 @@ double intra_layer_comm_seconds(const Layer& l, Strategy s, int p, double bw, do
   if (p <= 1) return 0;
   const double out_bytes = l.output_elements() * bpe;
   switch (s) {
-    case Strategy::InChannelAllReduce: return ring_all_reduce_seconds(out_bytes, p, bw);
-    case Strategy::InChannelReduceScatter: return ring_reduce_scatter_seconds(out_bytes, p, bw);
+    case Strategy::InChannelAllReduce:
+      return ring_all_reduce_seconds(out_bytes, p, bw);
+    case Strategy::InChannelReduceScatter:
+      return ring_reduce_scatter_seconds(out_bytes, p, bw);
     case Strategy::Spatial:
       if (l.kind == LayerKind::Conv && l.k > l.s) {
         // Each device exchanges (K - S) input rows with each neighbour, concurrently.
@@ -154,7 +198,8 @@ double intra_layer_comm_seconds(const Layer& l, Strategy s, int p, double bw, do
         return static_cast<double>(l.iter) * ring_all_gather_seconds(h, p, bw);
       }
       return 0;
-    default: return 0;
+    default:
+      return 0;
   }
 }
 
@@ -166,7 +211,8 @@ double reshard_seconds(Layout from, Layout to, double bytes, int p, double bw) {
     return (p - 1.0) / p * t;                // scatter
   }
   // from a split layout
-  if (to == Layout::Replicated || to == Layout::Single) return ring_all_gather_seconds(bytes, p, bw);
+  if (to == Layout::Replicated || to == Layout::Single)
+    return ring_all_gather_seconds(bytes, p, bw);
   return all_to_all_seconds(bytes, p, bw);
 }
 

@@ -10,12 +10,12 @@
 namespace orchid::mapping {
 
 enum class Strategy : std::uint8_t {
-  None,               // the whole layer on the group's first device
-  Batch,              // split the batch, weights replicated
-  OutChannel,         // split output channels (heads for attention, gate rows for LSTM)
-  InChannelAllReduce,  // split input channels, partial sums all-reduced
+  None,                    // the whole layer on the group's first device
+  Batch,                   // split the batch, weights replicated
+  OutChannel,              // split output channels (heads for attention, gate rows for LSTM)
+  InChannelAllReduce,      // split input channels, partial sums all-reduced
   InChannelReduceScatter,  // same, reduce-scattered: output split on channels
-  Spatial,            // split output rows (tokens for FC/attention), halo exchange
+  Spatial,                 // split output rows (tokens for FC/attention), halo exchange
 };
 inline constexpr int kStrategies = 6;
 const char* strategy_name(Strategy s);

@@ -13,11 +13,16 @@ namespace orchid::mapping {
 
 std::string_view kind_name(LayerKind kind) {
   switch (kind) {
-    case LayerKind::Conv: return "conv";
-    case LayerKind::Fc: return "fc";
-    case LayerKind::MatMul: return "matmul";
-    case LayerKind::Lstm: return "lstm";
-    case LayerKind::Cheap: return "cheap";
+    case LayerKind::Conv:
+      return "conv";
+    case LayerKind::Fc:
+      return "fc";
+    case LayerKind::MatMul:
+      return "matmul";
+    case LayerKind::Lstm:
+      return "lstm";
+    case LayerKind::Cheap:
+      return "cheap";
   }
   return "?";
 }
@@ -101,7 +106,9 @@ std::string resolve(const std::string& base_file, const std::string& relative) {
   return (std::filesystem::path(base_file).parent_path() / p).lexically_normal().string();
 }
 
-int as_int(double v) { return static_cast<int>(v + 0.5); }
+int as_int(double v) {
+  return static_cast<int>(v + 0.5);
+}
 
 GpuSpec gpu_from_table(const toml::table& t, const std::string& path, const std::string& where,
                        const std::string& name) {
@@ -182,7 +189,8 @@ std::vector<Design> parse_design_library(const std::string& content, const std::
       fail("{}: {}: a CNN design needs a 'tiling' table (tm, tn, tr, tc)", path, where);
     }
     const std::vector<std::string> kinds = strings(*t, "supports", path, where);
-    if (kinds.empty()) fail("{}: {}: key 'supports' must list at least one layer type", path, where);
+    if (kinds.empty())
+      fail("{}: {}: key 'supports' must list at least one layer type", path, where);
     for (const std::string& k : kinds) {
       LayerKind kind;
       if (!parse_kind(k, kind)) {
@@ -214,8 +222,7 @@ System parse_system(const std::string& content, const std::string& path) {
   const toml::table root = parse_toml(content, path);
   System s;
   s.path = path;
-  s.name = text(root, "name", path, "system", false,
-                std::filesystem::path(path).stem().string());
+  s.name = text(root, "name", path, "system", false, std::filesystem::path(path).stem().string());
   const std::string lib = text(root, "design_library", path, "system", true);
   std::vector<Design> library = load_design_library(resolve(path, lib));
   const std::vector<std::string> allowed = strings(root, "designs", path, "system");

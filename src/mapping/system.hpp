@@ -18,9 +18,9 @@ struct System {
   int fpga_devices = 0;         // reconfigurable slots
   // Fixed GPU devices; gpu_designs[i] is the design of GPU i (index into designs).
   std::vector<int> gpu_designs;
-  double intra_group_gbs = 0;  // between members of one group
-  double inter_group_gbs = 0;  // between groups
-  double host_gbs = 0;         // host <-> each device: inputs, outputs, streamed weights
+  double intra_group_gbs = 0;   // between members of one group
+  double inter_group_gbs = 0;   // between groups
+  double host_gbs = 0;          // host <-> each device: inputs, outputs, streamed weights
   bool route_via_host = false;  // inter-group traffic goes device -> host -> device
   bool overlap = false;         // overlap intra-group communication with computation
   // Per device, the design the H2H / greedy baselines use (cycled over the devices).

@@ -19,10 +19,14 @@ namespace orchid::mapping {
 
 double Layer::weight_elements() const {
   switch (kind) {
-    case LayerKind::Conv: return static_cast<double>(m) * n * k * k;
-    case LayerKind::Fc: return static_cast<double>(m) * n;
-    case LayerKind::Lstm: return 4.0 * hidden * (hidden + dimen);
-    default: return 0;
+    case LayerKind::Conv:
+      return static_cast<double>(m) * n * k * k;
+    case LayerKind::Fc:
+      return static_cast<double>(m) * n;
+    case LayerKind::Lstm:
+      return 4.0 * hidden * (hidden + dimen);
+    default:
+      return 0;
   }
 }
 
@@ -30,12 +34,21 @@ double Layer::input_elements() const {
   double per = static_cast<double>(in_elems);
   if (per == 0) {
     switch (kind) {
-      case LayerKind::Conv: per = static_cast<double>(n) * ((r - 1) * s + k) * ((c - 1) * s + k);
+      case LayerKind::Conv:
+        per = static_cast<double>(n) * ((r - 1) * s + k) * ((c - 1) * s + k);
         break;
-      case LayerKind::Fc: per = static_cast<double>(n) * k; break;
-      case LayerKind::MatMul: per = static_cast<double>(g) * n * (m + k); break;
-      case LayerKind::Lstm: per = static_cast<double>(iter) * dimen; break;
-      case LayerKind::Cheap: per = static_cast<double>(elems); break;
+      case LayerKind::Fc:
+        per = static_cast<double>(n) * k;
+        break;
+      case LayerKind::MatMul:
+        per = static_cast<double>(g) * n * (m + k);
+        break;
+      case LayerKind::Lstm:
+        per = static_cast<double>(iter) * dimen;
+        break;
+      case LayerKind::Cheap:
+        per = static_cast<double>(elems);
+        break;
     }
   }
   return per * batch;
@@ -45,11 +58,21 @@ double Layer::output_elements() const {
   double per = static_cast<double>(out_elems);
   if (per == 0) {
     switch (kind) {
-      case LayerKind::Conv: per = static_cast<double>(m) * r * c; break;
-      case LayerKind::Fc: per = static_cast<double>(m) * k; break;
-      case LayerKind::MatMul: per = static_cast<double>(g) * m * k; break;
-      case LayerKind::Lstm: per = static_cast<double>(iter) * hidden; break;
-      case LayerKind::Cheap: per = static_cast<double>(elems); break;
+      case LayerKind::Conv:
+        per = static_cast<double>(m) * r * c;
+        break;
+      case LayerKind::Fc:
+        per = static_cast<double>(m) * k;
+        break;
+      case LayerKind::MatMul:
+        per = static_cast<double>(g) * m * k;
+        break;
+      case LayerKind::Lstm:
+        per = static_cast<double>(iter) * hidden;
+        break;
+      case LayerKind::Cheap:
+        per = static_cast<double>(elems);
+        break;
     }
   }
   return per * batch;
@@ -58,12 +81,20 @@ double Layer::output_elements() const {
 double Layer::ops() const {
   double per = 0;
   switch (kind) {
-    case LayerKind::Conv: per = 2.0 * m * n * k * k * r * c; break;
-    case LayerKind::Fc: per = 2.0 * m * n * k; break;
-    case LayerKind::MatMul: per = 2.0 * g * m * n * k; break;
-    case LayerKind::Lstm: per = static_cast<double>(iter) * (8.0 * hidden * dimen + 8.0 * hidden * hidden);
+    case LayerKind::Conv:
+      per = 2.0 * m * n * k * k * r * c;
       break;
-    case LayerKind::Cheap: break;
+    case LayerKind::Fc:
+      per = 2.0 * m * n * k;
+      break;
+    case LayerKind::MatMul:
+      per = 2.0 * g * m * n * k;
+      break;
+    case LayerKind::Lstm:
+      per = static_cast<double>(iter) * (8.0 * hidden * dimen + 8.0 * hidden * hidden);
+      break;
+    case LayerKind::Cheap:
+      break;
   }
   return (per + static_cast<double>(elems)) * batch;
 }
@@ -76,8 +107,8 @@ void Workload::link() {
   std::vector<std::vector<int>> succ(n);
   for (int i = 0; i < n; ++i) {
     for (int p : layers[i].preds) {
-      if (p < 0 || p >= n || p == i) fail("workload {}: layer '{}' has a bad predecessor", name,
-                                          layers[i].name);
+      if (p < 0 || p >= n || p == i)
+        fail("workload {}: layer '{}' has a bad predecessor", name, layers[i].name);
       succ[p].push_back(i);
       ++indeg[i];
     }
@@ -116,10 +147,10 @@ void Workload::link() {
 namespace {
 
 const std::unordered_set<std::string> kLayoutOps = {
-    "Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Shape",
-    "Gather",  "Concat",    "Split",   "Slice",   "Cast",      "Expand",   "Dropout",
-    "Constant", "ConstantOfShape", "Range", "Tile", "Pad", "Size", "Where", "Equal",
-    "DepthToSpace", "SpaceToDepth"};
+    "Reshape", "Transpose", "Flatten",  "Squeeze",         "Unsqueeze",    "Identity",
+    "Shape",   "Gather",    "Concat",   "Split",           "Slice",        "Cast",
+    "Expand",  "Dropout",   "Constant", "ConstantOfShape", "Range",        "Tile",
+    "Pad",     "Size",      "Where",    "Equal",           "DepthToSpace", "SpaceToDepth"};
 
 std::int64_t numel_or_zero(const Graph& g, const std::string& name) {
   if (name.empty() || !g.has_tensor(name)) return 0;
@@ -318,8 +349,10 @@ Workload parse_case(const std::string& content, const std::string& path, std::in
       }
       const std::string type = (*lt)["type"].value_or(std::string());
       if (!parse_kind(type, l.kind)) {
-        fail("{}: {} ('{}'): key 'type': unsupported layer type '{}' (conv, fc, matmul, lstm, "
-             "cheap)", path, where, l.name, type);
+        fail(
+            "{}: {} ('{}'): key 'type': unsupported layer type '{}' (conv, fc, matmul, lstm, "
+            "cheap)",
+            path, where, l.name, type);
       }
       switch (l.kind) {
         case LayerKind::Conv:
@@ -347,7 +380,9 @@ Workload parse_case(const std::string& content, const std::string& path, std::in
           l.dimen = get_int(*lt, "Dimen", path, where, 1, true);
           l.iter = get_int(*lt, "Iter", path, where, 1, true);
           break;
-        case LayerKind::Cheap: l.elems = get_int(*lt, "elems", path, where, 1, true); break;
+        case LayerKind::Cheap:
+          l.elems = get_int(*lt, "elems", path, where, 1, true);
+          break;
       }
       if (by_name.count(l.name)) fail("{}: {}: duplicate layer name '{}'", path, where, l.name);
       const int id = static_cast<int>(w.layers.size());
@@ -394,8 +429,10 @@ Workload load_workload(const std::string& spec, std::int64_t batch) {
   if (fs::exists(as_case)) return load_case_file(as_case.string(), batch);
   const fs::path as_model = root / "models" / (spec + ".onnx");
   if (fs::exists(as_model)) return from_onnx(as_model.string());
-  fail("unknown workload '{}': not an .onnx/.toml file, not configs/workloads/{}.toml, not "
-       "models/{}.onnx", spec, spec, spec);
+  fail(
+      "unknown workload '{}': not an .onnx/.toml file, not configs/workloads/{}.toml, not "
+      "models/{}.onnx",
+      spec, spec, spec);
 }
 
 }  // namespace orchid::mapping

@@ -1,0 +1,126 @@
+// `orchid map WORKLOAD --system SYSTEM.toml`: map one inference onto a multi-accelerator
+// system with the two-level GA and compare it with the baselines on the same model.
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "mapping/baselines.hpp"
+#include "mapping/genetic_search.hpp"
+#include "mapping/plan_json.hpp"
+#include "mapping/report/gantt_svg.hpp"
+#include "mapping/system.hpp"
+#include "mapping/workload.hpp"
+#include "util/atomic_file.hpp"
+
+namespace orchid::cli {
+
+namespace {
+
+struct MapOptions {
+  std::string workload;
+  std::string system;
+  std::int64_t batch = 1;
+  std::uint64_t seed = 1;
+  std::string json;
+  std::string gantt;
+  int generations = 150;
+  int population = 40;
+  int threads = 0;
+  double time_limit = 25;
+  bool quiet = false;
+};
+
+std::string reduction(double base, double ours) {
+  return fmt::format("{:+.1f} %", (ours - base) / base * 100);
+}
+
+void map(const MapOptions& o) {
+  using namespace orchid::mapping;
+  const System sys = load_system(o.system);
+  const Workload w = load_workload(o.workload, o.batch);
+  const Evaluator ev(w, sys);
+  std::size_t kinds[kLayerKinds] = {};
+  for (const Layer& l : w.layers) ++kinds[static_cast<int>(l.kind)];
+  fmt::print(
+      "workload     {}  ({} layers: {} conv, {} fc, {} matmul, {} lstm, {} cheap; batch {})\n",
+      w.name, w.layers.size(), kinds[0], kinds[1], kinds[2], kinds[3], kinds[4], w.batch);
+  fmt::print(
+      "system       {}  ({} FPGA + {} GPU devices, {} designs; GB/s intra {} inter {} host {})\n",
+      sys.name, sys.fpga_devices, sys.gpu_designs.size(), sys.designs.size(), sys.intra_group_gbs,
+      sys.inter_group_gbs, sys.host_gbs);
+  SearchOptions so;
+  so.seed = o.seed;
+  so.generations = o.generations;
+  so.population = o.population;
+  so.threads = o.threads;
+  so.time_limit_s = o.time_limit;
+  ProgressFn progress;
+  if (!o.quiet) progress = [](const std::string& line) { fmt::print("  {}\n", line); };
+  const SearchResult r = genetic_search(ev, so, progress);
+  const Schedule s = ev.schedule(r.mapping);
+
+  fmt::print("groups\n");
+  std::vector<int> per_group(r.mapping.groups.size(), 0);
+  for (int g : r.mapping.group_of) ++per_group[g];
+  for (std::size_t g = 0; g < r.mapping.groups.size(); ++g) {
+    const Group& grp = r.mapping.groups[g];
+    fmt::print("  G{}  {:2d} x {:16s} devices {}-{}  {} layers\n", g, grp.size,
+               sys.designs[grp.design].id, grp.first_device, grp.first_device + grp.size - 1,
+               per_group[g]);
+  }
+  fmt::print("placement (runs of consecutive layers)\n");
+  for (std::size_t a = 0; a < w.layers.size();) {
+    std::size_t b = a;
+    while (b + 1 < w.layers.size() && r.mapping.group_of[b + 1] == r.mapping.group_of[a] &&
+           s.strategy[b + 1] == s.strategy[a]) {
+      ++b;
+    }
+    fmt::print("  {:4d}-{:<4d} {:>24s} .. {:<24s} G{} {}\n", a, b, w.layers[a].name.substr(0, 24),
+               w.layers[b].name.substr(0, 24), r.mapping.group_of[a], strategy_name(s.strategy[a]));
+    a = b + 1;
+  }
+  if (!s.feasible) fmt::print("warning      plan infeasible: {}\n", s.problem);
+  const H2HResult h2h = h2h_baseline(ev);
+  std::vector<BaselineResult> baselines = {h2h.result, data_parallel_baseline(ev),
+                                           greedy_baseline(ev)};
+  fmt::print("latency      plan {:.4f} ms\n", s.makespan * 1e3);
+  for (const BaselineResult& b : baselines) {
+    if (!b.available) {
+      fmt::print("baseline     {:14s} n/a ({})\n", b.name, b.note);
+      continue;
+    }
+    fmt::print("baseline     {:14s} {:.4f} ms   plan vs it {}{}\n", b.name, b.latency * 1e3,
+               reduction(b.latency, s.makespan), b.note.empty() ? "" : "   (" + b.note + ")");
+  }
+  const double lb = ev.lower_bound();
+  fmt::print("lower bound  {:.4f} ms   gap {:.1f} %\n", lb * 1e3, (s.makespan - lb) / lb * 100);
+  fmt::print("search time  {:.2f} s   ({} generations, {} placements sharded, {} memo hits)\n",
+             r.seconds, r.generations, r.inner_runs, r.memo_hits);
+  if (!o.json.empty()) {
+    write_file_atomically(o.json, plan_to_json(ev, r.mapping, s, baselines, lb, r.seconds));
+  }
+  if (!o.gantt.empty()) write_file_atomically(o.gantt, gantt_svg(ev, r.mapping, s));
+}
+
+}  // namespace
+
+Action add_map_command(CLI::App& app) {
+  auto options = std::make_shared<MapOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "map", "Map a workload onto a multi-accelerator system (two-level GA vs baselines)");
+  cmd->add_option("workload", options->workload, ".onnx file, case file or benchmark case name")
+      ->required();
+  cmd->add_option("--system", options->system, "system description (configs/systems/*.toml)")
+      ->required();
+  cmd->add_option("--batch", options->batch, "batch size of the inference");
+  cmd->add_option("--seed", options->seed, "random seed of the search");
+  cmd->add_option("--json", options->json, "write the plan as JSON");
+  cmd->add_option("--gantt", options->gantt, "write an SVG Gantt chart of the plan");
+  cmd->add_option("--generations", options->generations, "outer GA generations");
+  cmd->add_option("--population", options->population, "outer GA population");
+  cmd->add_option("--threads", options->threads, "evaluation threads (0 = all cores)");
+  cmd->add_option("--time-limit", options->time_limit, "stop the search after this many seconds");
+  cmd->add_flag("--quiet", options->quiet, "no per-generation progress lines");
+  return [options]() { map(*options); };
+}
+
+}  // namespace orchid::cli

@@ -1,0 +1,52 @@
+// Two-level genetic search. Outer level: group sizes, a design per group and a group
+// per layer run; inner level: a sharding strategy per layer for the groups the outer
+// individual chose. Inner results are memoised by the outer decision, individuals are
+// evaluated on all cores, and every random choice comes from SplitMix64 streams derived
+// from the seed and the individual, so a seed gives the same plan on any thread count.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "mapping/evaluator.hpp"
+
+namespace orchid::mapping {
+
+struct SearchOptions {
+  std::uint64_t seed = 1;
+  int population = 40;
+  int generations = 150;
+  int stagnation = 25;  // stop after this many generations without improvement
+  int inner_population = 12;
+  int inner_generations = 10;
+  int threads = 0;  // 0 = hardware concurrency
+  int max_groups = 6;
+  double time_limit_s = 25;  // safety stop; reached only on very large workloads
+};
+
+struct SearchResult {
+  Mapping mapping;
+  double latency = 0;
+  int generations = 0;
+  double seconds = 0;
+  std::size_t inner_runs = 0;  // distinct outer individuals sharded
+  std::size_t memo_hits = 0;
+};
+
+using ProgressFn = std::function<void(const std::string&)>;
+
+SearchResult genetic_search(const Evaluator& evaluator, const SearchOptions& options,
+                            const ProgressFn& progress = {});
+
+// Sharding per layer, chosen greedily in list order: the cheapest valid strategy given
+// the layouts its predecessors already produce.
+std::vector<Strategy> greedy_sharding(const Evaluator& evaluator, const Mapping& mapping);
+
+// Best layer placement inside fixed groups that keeps every layer on a group whose design
+// supports it; used to repair individuals and by the baselines. Returns -1 when none.
+int supporting_group(const Evaluator& evaluator, const std::vector<Group>& groups, int layer,
+                     int preferred);
+
+}  // namespace orchid::mapping

@@ -27,5 +27,7 @@ using Action = std::function<void()>;
 Action add_inspect_command(CLI::App& app);
 Action add_run_command(CLI::App& app);
 Action add_materialize_command(CLI::App& app);
+Action add_map_command(CLI::App& app);
+Action add_orchestrate_command(CLI::App& app);
 
 }  // namespace orchid::cli

@@ -9,18 +9,23 @@ int main(int argc, char** argv) {
   CLI::App app{"orchid: kernel orchestration and multi-accelerator mapping for ONNX models"};
   app.set_version_flag("--version", std::string("orchid ") + ORCHID_VERSION);
   app.require_subcommand(1);
-  orchid::cli::Action inspect = orchid::cli::add_inspect_command(app);
-  orchid::cli::Action run = orchid::cli::add_run_command(app);
-  orchid::cli::Action materialize = orchid::cli::add_materialize_command(app);
+  // One entry per subcommand: its name and what runs when it is chosen.
+  const std::vector<std::pair<std::string, orchid::cli::Action>> commands = {
+      {"inspect", orchid::cli::add_inspect_command(app)},
+      {"run", orchid::cli::add_run_command(app)},
+      {"materialize", orchid::cli::add_materialize_command(app)},
+      {"map", orchid::cli::add_map_command(app)},
+      {"orchestrate", orchid::cli::add_orchestrate_command(app)},
+  };
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
   try {
-    if (app.got_subcommand("inspect")) inspect();
-    if (app.got_subcommand("run")) run();
-    if (app.got_subcommand("materialize")) materialize();
+    for (const auto& [name, action] : commands) {
+      if (app.got_subcommand(name)) action();
+    }
   } catch (const orchid::Error& e) {
     std::fprintf(stderr, "orchid: error: %s\n", e.what());
     return 1;

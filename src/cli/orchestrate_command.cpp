@@ -1,0 +1,103 @@
+// `orchid orchestrate MODEL --device DEVICE`: optimal kernel orchestration for one device.
+#include <chrono>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "cli/format.hpp"
+#include "cost/cost_model.hpp"
+#include "orchestrate/orchestrator.hpp"
+#include "orchestrate/plan_export.hpp"
+#include "passes/load_model.hpp"
+#include "util/atomic_file.hpp"
+
+namespace orchid::cli {
+
+namespace {
+
+struct OrchestrateCliOptions {
+  ModelOptions model;
+  std::string device = "a100";
+  std::string json;
+  std::string dot;
+  double time_limit = 60;
+  std::size_t max_kernel_size = 10;
+  std::size_t region_size = 48;
+  bool no_softmax_alternative = false;
+};
+
+void orchestrate_command(const OrchestrateCliOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  const LoadedModel loaded = load_model(o.model.model, o.model.import_options());
+  const DeviceSpec spec = load_device_spec(o.device);
+  const auto cost_model = make_analytic_cost_model(spec);
+  OrchestrateOptions options;
+  options.time_limit_s = o.time_limit;
+  options.rules.max_nodes = o.max_kernel_size;
+  options.region_target_size = o.region_size;
+  options.softmax_matmul_alternative = !o.no_softmax_alternative;
+  const Orchestration result = orchestrate(loaded.graph, *cost_model, options);
+  const OrchestrationStats& s = result.stats;
+  const double total =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  fmt::print("model        {}\n", o.model.model);
+  fmt::print("device       {}\n", result.device);
+  fmt::print("ONNX nodes   {}\n", s.model_nodes);
+  fmt::print("primitives   {} (+{} in alternative subgraphs)\n", s.primitives,
+             s.alternative_primitives);
+  fmt::print("regions      {} ({} single-tensor cuts available)\n", s.regions, s.possible_cuts);
+  fmt::print("candidates   {} (largest region {})\n", s.candidates, s.largest_region_candidates);
+  fmt::print("kernels      {} chosen\n", result.optimal.kernels.size());
+  fmt::print("BLP          objective {:.2f} us, bound {:.2f} us, gap {:.4f}%, {} nodes, {}\n",
+             s.blp_objective_us, s.blp_bound_us, 100 * s.blp_gap, s.blp_nodes,
+             s.proven_optimal ? "proven optimal" : "time limit reached");
+  fmt::print("time         enumerate {:.2f} s, cost {:.2f} s, solve {:.2f} s, total {:.2f} s\n",
+             s.enumerate_seconds, s.cost_seconds, s.solve_seconds, total);
+  fmt::print("\n{:<16} {:>8} {:>14} {:>10} {:>12}\n", "plan", "kernels", "latency (us)", "speedup",
+             "arena");
+  const Plan* plans[] = {&result.optimal, &result.greedy, &result.operator_level,
+                         &result.per_primitive};
+  for (const Plan* p : plans) {
+    fmt::print("{:<16} {:>8} {:>14.2f} {:>9.3f}x {:>12}\n", p->kind, p->kernels.size(), p->total_us,
+               p->total_us / result.optimal.total_us,
+               human_bytes(static_cast<double>(p->arena_bytes)));
+  }
+  fmt::print("(speedup = that plan's latency / optimal latency)\n");
+  if (!o.json.empty()) {
+    write_file_atomically(o.json, plan_to_json(result, result.optimal, o.model.model));
+    fmt::print("wrote {}\n", o.json);
+  }
+  if (!o.dot.empty()) {
+    write_file_atomically(o.dot, plan_to_dot(result, result.optimal));
+    fmt::print("wrote {}\n", o.dot);
+  }
+}
+
+}  // namespace
+
+Action add_orchestrate_command(CLI::App& app) {
+  auto o = std::make_shared<OrchestrateCliOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "orchestrate", "Choose the optimal set of fused kernels for a device (fission + BLP)");
+  add_model_options(*cmd, o->model);
+  cmd->add_option("--device", o->device, "Device spec name (configs/devices) or .toml path")
+      ->default_val("a100");
+  cmd->add_option("--json", o->json, "Write the optimal plan as JSON");
+  cmd->add_option("--dot", o->dot, "Write the primitive graph coloured by kernel (Graphviz)");
+  cmd->add_option("--time-limit", o->time_limit, "Seconds for the BLP solver, all regions")
+      ->default_val(60)
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-kernel-size", o->max_kernel_size, "Most primitives in one kernel")
+      ->default_val(10)
+      ->check(CLI::Range(1, 64));
+  cmd->add_option("--region-size", o->region_size, "Primitives per region before a cut")
+      ->default_val(48)
+      ->check(CLI::Range(1, 100000));
+  cmd->add_flag("--no-softmax-alternative", o->no_softmax_alternative,
+                "Do not offer the softmax-after-matmul reassociation");
+  return [o] { orchestrate_command(*o); };
+}
+
+}  // namespace orchid::cli

@@ -1,0 +1,284 @@
+#include "orchestrate/orchestrator.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+#include <unordered_map>
+
+#include "orchestrate/baselines.hpp"
+#include "orchestrate/regions.hpp"
+#include "util/error.hpp"
+
+namespace orchid {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Nodes that no graph output depends on: the alternative subgraphs.
+std::set<std::size_t> alternative_node_set(const Graph& g) {
+  const auto producers = g.producers();
+  std::vector<bool> live(g.nodes.size(), false);
+  std::vector<std::string> stack(g.outputs.begin(), g.outputs.end());
+  std::set<std::string> seen;
+  while (!stack.empty()) {
+    const std::string t = stack.back();
+    stack.pop_back();
+    if (!seen.insert(t).second) continue;
+    auto it = producers.find(t);
+    if (it == producers.end() || live[it->second]) continue;
+    live[it->second] = true;
+    for (const auto& in : g.nodes[it->second].inputs) {
+      if (!in.empty()) stack.push_back(in);
+    }
+  }
+  std::set<std::size_t> alt;
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    if (!live[i]) alt.insert(i);
+  }
+  return alt;
+}
+
+// Main nodes every plan must compute, whichever alternatives it takes: the ancestors of
+// the outputs when tensors with an alternative are treated as given, plus what both
+// ways of computing such a tensor share. Each must lie in some chosen kernel — a valid
+// inequality that tightens the LP relaxation a lot.
+std::vector<bool> mandatory_nodes(const Graph& g,
+                                  const std::map<std::string, std::string>& alternatives) {
+  const auto producers = g.producers();
+  std::set<std::string> has_alternative;
+  for (const auto& [alt, target] : alternatives) has_alternative.insert(target);
+  auto closure = [&](const std::vector<std::string>& roots, bool stop_at_alternatives) {
+    std::vector<bool> in(g.nodes.size(), false);
+    std::vector<std::string> stack = roots;
+    std::set<std::string> seen;
+    bool first = true;
+    while (!stack.empty()) {
+      const std::string t = stack.back();
+      stack.pop_back();
+      if (!seen.insert(t).second) continue;
+      if (stop_at_alternatives && has_alternative.count(t) && !first) continue;
+      first = false;
+      auto it = producers.find(t);
+      if (it == producers.end() || in[it->second]) continue;
+      in[it->second] = true;
+      for (const auto& x : g.nodes[it->second].inputs) {
+        if (!x.empty()) stack.push_back(x);
+      }
+    }
+    return in;
+  };
+  std::vector<bool> mandatory(g.nodes.size(), false);
+  for (const auto& out : g.outputs) {
+    const auto part = closure({out}, true);
+    for (std::size_t i = 0; i < part.size(); ++i) mandatory[i] = mandatory[i] || part[i];
+  }
+  for (const auto& [alt, target] : alternatives) {
+    const auto via_main = closure({target}, false);
+    const auto via_alt = closure({alt}, false);
+    for (std::size_t i = 0; i < via_main.size(); ++i) {
+      if (via_main[i] && via_alt[i]) mandatory[i] = true;
+    }
+  }
+  // A tensor with an alternative cuts the closure above; its own producer is optional.
+  for (const auto& [alt, target] : alternatives) {
+    auto it = producers.find(target);
+    if (it != producers.end()) {
+      const auto via_alt = closure({alt}, false);
+      if (!via_alt[it->second]) mandatory[it->second] = false;
+    }
+  }
+  return mandatory;
+}
+
+struct RegionProblem {
+  std::vector<std::vector<std::size_t>> candidates;
+  std::vector<double> costs;
+  SelectionProblem problem;
+  SelectionResult result;
+};
+
+Plan plan_from_partition(const PrimitiveGraphIndex& index,
+                         const std::map<std::string, std::string>& alternatives,
+                         const Partition& partition, const CostModel& cost_model,
+                         const std::string& kind) {
+  std::vector<KernelChoice> choices;
+  for (const auto& nodes : partition) {
+    choices.push_back({nodes, cost_model.latency_us(index.view(nodes))});
+  }
+  auto plan = build_plan(index, alternatives, choices, kind);
+  if (!plan) fail("baseline '{}' is not schedulable (internal error)", kind);
+  return *plan;
+}
+
+}  // namespace
+
+Orchestration orchestrate(const Graph& model, const CostModel& cost_model,
+                          const OrchestrateOptions& options) {
+  const auto start = Clock::now();
+  Orchestration out;
+  out.device = cost_model.describe();
+  FissionOptions fission_options;
+  fission_options.softmax_matmul_alternative = options.softmax_matmul_alternative;
+  out.fission = fission(model, fission_options);
+  Graph& g = out.fission.graph;
+  g.sort_topologically();
+  const auto& alternatives = out.fission.alternatives;
+
+  const std::set<std::size_t> alt_nodes = alternative_node_set(g);
+  std::set<std::string> exported;
+  for (const auto& [alt, target] : alternatives) exported.insert(alt);
+  const PrimitiveGraphIndex index(g, exported);
+
+  OrchestrationStats& st = out.stats;
+  st.model_nodes = model.nodes.size();
+  st.alternative_primitives = alt_nodes.size();
+  st.primitives = g.nodes.size() - alt_nodes.size();
+
+  const Partition op_level = operator_level_partition(g, out.fission.origin, alt_nodes);
+  const Partition per_prim = per_primitive_partition(g, alt_nodes);
+  const Partition greedy = greedy_fusion_partition(index, alt_nodes, options.rules.max_nodes);
+  out.operator_level =
+      plan_from_partition(index, alternatives, op_level, cost_model, "operator-level");
+  out.per_primitive =
+      plan_from_partition(index, alternatives, per_prim, cost_model, "per-primitive");
+  out.greedy = plan_from_partition(index, alternatives, greedy, cost_model, "greedy-fusion");
+
+  std::vector<std::vector<std::size_t>> keep_together = op_level;
+  keep_together.insert(keep_together.end(), greedy.begin(), greedy.end());
+  const RegionSplit split =
+      split_into_regions(g, alt_nodes, alternatives, keep_together, options.region_target_size);
+  st.regions = split.regions.size();
+  st.possible_cuts = split.possible_cuts;
+
+  // Which tensors each region must materialise: read by another region, or outputs.
+  const auto producers = g.producers();
+  std::vector<std::set<std::string>> required(split.regions.size());
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    for (const auto& t : g.nodes[i].inputs) {
+      auto p = producers.find(t);
+      if (p == producers.end()) continue;
+      const int rp = split.region_of[p->second];
+      if (rp != split.region_of[i]) required[static_cast<std::size_t>(rp)].insert(t);
+    }
+  }
+  for (const auto& t : g.outputs) {
+    auto p = producers.find(t);
+    if (p != producers.end())
+      required[static_cast<std::size_t>(split.region_of[p->second])].insert(t);
+  }
+
+  const std::vector<bool> mandatory = mandatory_nodes(g, alternatives);
+
+  // Candidates and BLP per region.
+  std::vector<RegionProblem> problems(split.regions.size());
+  for (std::size_t r = 0; r < split.regions.size(); ++r) {
+    RegionProblem& rp = problems[r];
+    auto t0 = Clock::now();
+    rp.candidates = enumerate_candidates(index, split.regions[r], options.rules);
+    // Baseline kernels are always candidates, so the optimum can never lose to them.
+    std::set<std::vector<std::size_t>> known(rp.candidates.begin(), rp.candidates.end());
+    std::vector<int> warm;
+    for (const Partition* part : {&greedy, &op_level, &per_prim}) {
+      for (const auto& k : *part) {
+        if (split.region_of[k.front()] != static_cast<int>(r)) continue;
+        if (known.insert(k).second) rp.candidates.push_back(k);
+      }
+    }
+    st.enumerate_seconds += seconds_since(t0);
+    st.candidates += rp.candidates.size();
+    st.largest_region_candidates = std::max(st.largest_region_candidates, rp.candidates.size());
+
+    t0 = Clock::now();
+    std::unordered_map<std::string, std::vector<int>> writers;  // tensor -> candidates
+    std::vector<std::vector<std::string>> needs(rp.candidates.size());
+    std::map<std::vector<std::size_t>, int> id_of;
+    for (std::size_t k = 0; k < rp.candidates.size(); ++k) {
+      const KernelView view = index.view(rp.candidates[k]);
+      rp.problem.cost.push_back(cost_model.latency_us(view));
+      id_of[rp.candidates[k]] = static_cast<int>(k);
+      for (const auto& t : view.outputs) {
+        writers[t].push_back(static_cast<int>(k));
+        auto alt = alternatives.find(t);
+        if (alt != alternatives.end()) writers[alt->second].push_back(static_cast<int>(k));
+      }
+      for (const auto& t : view.inputs) {
+        auto p = producers.find(t);
+        if (p != producers.end() && split.region_of[p->second] == static_cast<int>(r)) {
+          needs[k].push_back(t);
+        }
+      }
+    }
+    st.cost_seconds += seconds_since(t0);
+    for (const auto& t : required[r]) rp.problem.covers.push_back(writers[t]);
+    std::unordered_map<std::size_t, std::vector<int>> containing;
+    for (std::size_t k = 0; k < rp.candidates.size(); ++k) {
+      for (std::size_t v : rp.candidates[k]) containing[v].push_back(static_cast<int>(k));
+    }
+    for (std::size_t v : split.regions[r]) {
+      if (mandatory[v]) rp.problem.covers.push_back(containing[v]);
+    }
+    for (std::size_t k = 0; k < needs.size(); ++k) {
+      for (const auto& t : needs[k]) {
+        rp.problem.requirements.emplace_back(static_cast<int>(k), writers[t]);
+      }
+    }
+    for (const auto& k : greedy) {
+      auto it = id_of.find(k);
+      if (it != id_of.end()) warm.push_back(it->second);
+    }
+    rp.problem.warm_start = warm;
+  }
+
+  // Solve; if the chosen kernels cannot be ordered, forbid that cycle and re-solve.
+  const double per_region_limit =
+      options.time_limit_s / static_cast<double>(std::max<std::size_t>(1, problems.size()));
+  for (auto& rp : problems) {
+    rp.result = solve_selection_cbc(rp.problem, std::max(1.0, per_region_limit));
+  }
+  for (int attempt = 0;; ++attempt) {
+    std::vector<KernelChoice> choices;
+    std::vector<std::pair<std::size_t, int>> owner;  // (region, candidate)
+    for (std::size_t r = 0; r < problems.size(); ++r) {
+      for (int k : problems[r].result.chosen) {
+        choices.push_back({problems[r].candidates[static_cast<std::size_t>(k)],
+                           problems[r].problem.cost[static_cast<std::size_t>(k)]});
+        owner.emplace_back(r, k);
+      }
+    }
+    std::vector<std::size_t> cycle;
+    auto plan = build_plan(index, alternatives, choices, "optimal", &cycle);
+    if (plan) {
+      out.optimal = std::move(*plan);
+      break;
+    }
+    if (attempt > 50 || cycle.empty()) fail("orchestration: could not schedule the chosen kernels");
+    const std::size_t region = owner[cycle.front()].first;
+    std::vector<int> nogood;
+    for (std::size_t c : cycle) {
+      if (owner[c].first != region)
+        fail("orchestration: kernel cycle spans regions (internal error)");
+      nogood.push_back(owner[c].second);
+    }
+    std::sort(nogood.begin(), nogood.end());
+    problems[region].problem.nogoods.push_back(nogood);
+    ++st.cycle_cuts;
+    problems[region].result =
+        solve_selection_cbc(problems[region].problem, std::max(1.0, per_region_limit));
+  }
+  for (const auto& rp : problems) {
+    st.blp_objective_us += rp.result.objective;
+    st.blp_bound_us += rp.result.best_bound;
+    st.blp_gap = std::max(st.blp_gap, rp.result.gap);
+    st.blp_nodes += rp.result.nodes;
+    st.solve_seconds += rp.result.seconds;
+    st.proven_optimal = st.proven_optimal && rp.result.proven_optimal;
+  }
+  st.total_seconds = seconds_since(start);
+  return out;
+}
+
+}  // namespace orchid

@@ -1,0 +1,56 @@
+// The device-level pipeline: fission -> regions -> candidate kernels -> costs -> BLP per
+// region (CBC) -> executable plan, with the three baselines costed by the same model.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cost/cost_model.hpp"
+#include "fission/fission.hpp"
+#include "orchestrate/candidates.hpp"
+#include "orchestrate/plan.hpp"
+#include "orchestrate/selection_blp.hpp"
+
+namespace orchid {
+
+struct OrchestrateOptions {
+  CandidateRules rules;
+  std::size_t region_target_size = 48;  // primitives per region before the next cut
+  double time_limit_s = 60;             // for all BLPs together
+  bool softmax_matmul_alternative = true;
+};
+
+struct OrchestrationStats {
+  std::size_t model_nodes = 0;
+  std::size_t primitives = 0;  // main graph
+  std::size_t alternative_primitives = 0;
+  std::size_t regions = 0;
+  std::size_t possible_cuts = 0;
+  std::size_t candidates = 0;
+  std::size_t largest_region_candidates = 0;
+  std::size_t cycle_cuts = 0;  // no-goods added for unschedulable selections
+  double blp_objective_us = 0;
+  double blp_bound_us = 0;
+  double blp_gap = 0;  // worst region gap
+  long blp_nodes = 0;
+  double enumerate_seconds = 0;
+  double cost_seconds = 0;
+  double solve_seconds = 0;
+  double total_seconds = 0;
+  bool proven_optimal = true;
+};
+
+struct Orchestration {
+  FissionResult fission;  // the primitive graph every plan indexes into
+  Plan optimal;
+  Plan operator_level;
+  Plan per_primitive;
+  Plan greedy;
+  OrchestrationStats stats;
+  std::string device;
+};
+
+Orchestration orchestrate(const Graph& model, const CostModel& cost_model,
+                          const OrchestrateOptions& options = {});
+
+}  // namespace orchid

@@ -1,0 +1,153 @@
+#include "orchestrate/selection_blp.hpp"
+
+#include <CbcModel.hpp>
+#include <CbcSolver.hpp>
+#include <CoinPackedMatrix.hpp>
+#include <OsiClpSolverInterface.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "util/error.hpp"
+
+namespace orchid {
+
+bool selection_is_feasible(const SelectionProblem& p, const std::vector<int>& chosen) {
+  std::vector<char> on(p.cost.size(), 0);
+  for (int k : chosen) on[static_cast<std::size_t>(k)] = 1;
+  auto any = [&](const std::vector<int>& set) {
+    return std::any_of(set.begin(), set.end(),
+                       [&](int k) { return on[static_cast<std::size_t>(k)]; });
+  };
+  for (const auto& s : p.covers) {
+    if (!any(s)) return false;
+  }
+  for (const auto& [j, providers] : p.requirements) {
+    if (on[static_cast<std::size_t>(j)] && !any(providers)) return false;
+  }
+  for (const auto& c : p.nogoods) {
+    if (std::all_of(c.begin(), c.end(), [&](int k) { return on[static_cast<std::size_t>(k)]; })) {
+      return false;
+    }
+  }
+  return true;
+}
+
+SelectionResult solve_selection_brute_force(const SelectionProblem& p) {
+  const std::size_t n = p.cost.size();
+  if (n > 24) fail("brute-force selection: {} variables is too many", n);
+  SelectionResult best;
+  best.objective = std::numeric_limits<double>::infinity();
+  for (std::uint32_t mask = 0; mask < (1u << n); ++mask) {
+    std::vector<int> chosen;
+    double obj = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+      if (mask & (1u << k)) {
+        chosen.push_back(static_cast<int>(k));
+        obj += p.cost[k];
+      }
+    }
+    if (obj < best.objective && selection_is_feasible(p, chosen)) {
+      best.objective = obj;
+      best.chosen = chosen;
+    }
+  }
+  if (!std::isfinite(best.objective)) fail("brute-force selection: problem is infeasible");
+  best.best_bound = best.objective;
+  best.proven_optimal = true;
+  return best;
+}
+
+SelectionResult solve_selection_cbc(const SelectionProblem& p, double time_limit_s) {
+  const auto start = std::chrono::steady_clock::now();
+  const int n = static_cast<int>(p.cost.size());
+  SelectionResult result;
+  if (n == 0) {
+    if (!p.covers.empty()) fail("kernel selection: a tensor has no candidate producer");
+    return result;
+  }
+  for (const auto& s : p.covers) {
+    if (s.empty()) fail("kernel selection: a required tensor has no candidate producer");
+  }
+
+  CoinPackedMatrix matrix(false, 0, 0);
+  matrix.setDimensions(0, n);
+  std::vector<double> row_lo, row_hi;
+  const double inf = COIN_DBL_MAX;
+  for (const auto& s : p.covers) {
+    std::vector<double> ones(s.size(), 1.0);
+    matrix.appendRow(static_cast<int>(s.size()), s.data(), ones.data());
+    row_lo.push_back(1.0);
+    row_hi.push_back(inf);
+  }
+  for (const auto& [j, providers] : p.requirements) {
+    // sum providers - a_j >= 0 (a_j itself is never its own provider)
+    std::vector<int> idx = providers;
+    std::vector<double> val(providers.size(), 1.0);
+    idx.push_back(j);
+    val.push_back(-1.0);
+    matrix.appendRow(static_cast<int>(idx.size()), idx.data(), val.data());
+    row_lo.push_back(0.0);
+    row_hi.push_back(inf);
+  }
+  for (const auto& c : p.nogoods) {
+    std::vector<double> ones(c.size(), 1.0);
+    matrix.appendRow(static_cast<int>(c.size()), c.data(), ones.data());
+    row_lo.push_back(-inf);
+    row_hi.push_back(static_cast<double>(c.size()) - 1.0);
+  }
+  std::vector<double> col_lo(static_cast<std::size_t>(n), 0.0);
+  std::vector<double> col_hi(static_cast<std::size_t>(n), 1.0);
+
+  OsiClpSolverInterface solver;
+  solver.loadProblem(matrix, col_lo.data(), col_hi.data(), p.cost.data(), row_lo.data(),
+                     row_hi.data());
+  for (int k = 0; k < n; ++k) solver.setInteger(k);
+  solver.messageHandler()->setLogLevel(0);
+
+  CbcModel model(solver);
+  model.messageHandler()->setLogLevel(0);
+  model.solver()->messageHandler()->setLogLevel(0);
+  CbcSolverUsefulData data;
+  data.noPrinting_ = true;
+  data.useSignalHandler_ = false;
+  CbcMain0(model, data);
+  if (!p.warm_start.empty() && selection_is_feasible(p, p.warm_start)) {
+    std::vector<double> x(static_cast<std::size_t>(n), 0.0);
+    double obj = 0;
+    for (int k : p.warm_start) {
+      x[static_cast<std::size_t>(k)] = 1.0;
+      obj += p.cost[static_cast<std::size_t>(k)];
+    }
+    model.setBestSolution(x.data(), n, obj, false);
+  }
+  const std::string seconds = std::to_string(std::max(1.0, time_limit_s));
+  const char* argv[] = {"orchid", "-log",          "0",      "-slog", "0",
+                        "-sec",   seconds.c_str(), "-solve", "-quit"};
+  CbcMain1(static_cast<int>(sizeof(argv) / sizeof(argv[0])), argv, model, nullptr, data);
+
+  const double* x = model.bestSolution();
+  if (!x) fail("kernel selection: CBC found no feasible plan within {} s", time_limit_s);
+  for (int k = 0; k < n; ++k) {
+    if (x[k] > 0.5) result.chosen.push_back(k);
+  }
+  if (!selection_is_feasible(p, result.chosen)) {
+    fail("kernel selection: CBC returned an infeasible selection");
+  }
+  result.objective = 0;
+  for (int k : result.chosen) result.objective += p.cost[static_cast<std::size_t>(k)];
+  result.proven_optimal = model.isProvenOptimal();
+  result.best_bound = result.proven_optimal ? result.objective : model.getBestPossibleObjValue();
+  result.best_bound = std::min(result.best_bound, result.objective);
+  result.gap =
+      result.objective > 0 ? (result.objective - result.best_bound) / result.objective : 0.0;
+  if (result.gap < 1e-9) result.gap = 0.0;
+  result.nodes = model.getNodeCount();
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace orchid

@@ -34,6 +34,14 @@ std::int64_t default_opset(const onnx::ModelProto& model, const std::string& pat
     }
     return v;
   }
+  // A model built only from other domains (e.g. ai.onnx.preview.training) is well
+  // formed, just outside what orchid implements.
+  for (const auto& op : model.opset_import()) {
+    unsupported(
+        "'{}': the model uses only the op domain '{}' (opset {}), which orchid does "
+        "not implement",
+        path, op.domain(), op.version());
+  }
   fail("'{}': the model declares no default-domain opset_import", path);
 }
 

@@ -7,8 +7,16 @@
 
 #include <fmt/format.h>
 
+#include <fstream>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.hpp"
+#include "cost/cost_model.hpp"
+#include "orchestrate/orchestrator.hpp"
 #include "passes/load_model.hpp"
+#include "runtime/plan_executor.hpp"
 #include "runtime/random_inputs.hpp"
 #include "runtime/reference_interpreter.hpp"
 #include "util/error.hpp"
@@ -24,7 +32,68 @@ struct RunOptions {
   std::uint64_t seed = 0;
   std::string save_outputs;
   int repeat = 1;
+  std::string device;  // "cpu": orchestrate with the cpu cost model, run the optimal plan
+  std::string plan;    // a plan JSON from `orchid orchestrate --json`
 };
+
+// Reads a plan JSON and checks it against a fresh fission of `model` (deterministic):
+// the primitive names must match one for one.
+Plan read_plan_json(const std::string& path, const Graph& primitives) {
+  std::ifstream in(path);
+  if (!in) fail("--plan: cannot open '{}'", path);
+  nlohmann::json j;
+  try {
+    in >> j;
+  } catch (const std::exception& e) {
+    fail("--plan: '{}' is not valid JSON: {}", path, e.what());
+  }
+  if (j.value("format", "") != "orchid-plan") fail("--plan: '{}' is not an orchid plan", path);
+  const auto& prims = j.at("primitives");
+  const std::size_t n = std::min(prims.size(), primitives.nodes.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::string name = prims[i].at("name").get<std::string>();
+    if (name != primitives.nodes[i].name) {
+      fail("--plan: primitive {} differs: the plan has '{}', fission of the model gives '{}'", i,
+           name, primitives.nodes[i].name);
+    }
+  }
+  if (prims.size() != primitives.nodes.size()) {
+    fail(
+        "--plan: the plan has {} primitives, fission of the model gives {} (first missing: "
+        "'{}')",
+        prims.size(), primitives.nodes.size(),
+        prims.size() > n ? prims[n].at("name").get<std::string>() : primitives.nodes[n].name);
+  }
+  Plan plan;
+  plan.kind = j.value("kind", "");
+  plan.arena_bytes = j.at("arena_bytes").get<std::int64_t>();
+  plan.weight_bytes = j.value("weight_bytes", std::int64_t{0});
+  for (const auto& k : j.at("kernels")) {
+    PlannedKernel pk;
+    pk.nodes = k.at("primitives").get<std::vector<std::size_t>>();
+    pk.inputs = k.at("inputs").get<std::vector<std::string>>();
+    pk.sources = k.at("sources").get<std::vector<std::string>>();
+    pk.outputs = k.at("outputs").get<std::vector<std::string>>();
+    pk.cost_us = k.value("cost_us", 0.0);
+    for (std::size_t idx : pk.nodes) {
+      if (idx >= primitives.nodes.size()) fail("--plan: kernel names primitive {}", idx);
+    }
+    plan.kernels.push_back(std::move(pk));
+  }
+  for (const auto& a : j.at("arena")) {
+    ArenaSlot s;
+    s.tensor = a.at("tensor").get<std::string>();
+    s.offset = a.at("offset").get<std::int64_t>();
+    s.bytes = a.at("bytes").get<std::int64_t>();
+    s.first_kernel = a.value("first_kernel", std::size_t{0});
+    s.last_kernel = a.value("last_kernel", std::size_t{0});
+    if (s.offset < 0 || s.offset + s.bytes > plan.arena_bytes) {
+      fail("--plan: arena slot of '{}' lies outside the arena", s.tensor);
+    }
+    plan.arena.push_back(std::move(s));
+  }
+  return plan;
+}
 
 // Output names may contain '/' or ':' (e.g. "logits/Add:0"); files may not.
 std::string file_name_for(const std::string& tensor_name) {
@@ -62,17 +131,49 @@ void run(const RunOptions& options) {
     feed[name] = std::move(value);
   }
 
-  ReferenceInterpreter interpreter(g);
+  if (!options.device.empty() && options.device != "cpu") {
+    fail("--device: only 'cpu' can execute plans, got '{}'", options.device);
+  }
   std::vector<double> times;
   TensorMap outputs;
-  for (int r = 0; r < options.repeat; ++r) {
-    const auto start = std::chrono::steady_clock::now();
-    outputs = interpreter.run(feed);
-    const auto stop = std::chrono::steady_clock::now();
-    times.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
+  std::string engine = "reference interpreter";
+  std::optional<PlanExecutorStats> stats;
+  if (!options.device.empty() || !options.plan.empty()) {
+    FissionResult fission_result;
+    Plan plan;
+    if (!options.plan.empty()) {
+      FissionOptions fo;
+      fission_result = fission(g, fo);
+      plan = read_plan_json(options.plan, fission_result.graph);
+      engine = fmt::format("plan executor, {} plan from {}", plan.kind, options.plan);
+    } else {
+      const auto cost_model = make_analytic_cost_model(load_device_spec("cpu"));
+      Orchestration o = orchestrate(g, *cost_model, OrchestrateOptions{});
+      fission_result = std::move(o.fission);
+      plan = std::move(o.optimal);
+      engine = fmt::format("plan executor, optimal plan for cpu ({} kernels)", plan.kernels.size());
+    }
+    PlanExecutor executor(fission_result.graph, plan, fission_result.alternatives);
+    executor.execute(feed);  // warm-up
+    for (int r = 0; r < options.repeat; ++r) {
+      const auto start = std::chrono::steady_clock::now();
+      executor.execute(feed);
+      const auto stop = std::chrono::steady_clock::now();
+      times.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
+    }
+    outputs = executor.outputs();
+    stats = executor.stats();
+  } else {
+    ReferenceInterpreter interpreter(g);
+    for (int r = 0; r < options.repeat; ++r) {
+      const auto start = std::chrono::steady_clock::now();
+      outputs = interpreter.run(feed);
+      const auto stop = std::chrono::steady_clock::now();
+      times.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
+    }
   }
 
-  fmt::print("model    {}  (reference interpreter)\n", options.model.model);
+  fmt::print("model    {}  ({})\n", options.model.model, engine);
   for (const auto& name : g.outputs) {
     const Tensor& t = outputs.at(name);
     double sum = 0.0;
@@ -88,8 +189,25 @@ void run(const RunOptions& options) {
   }
   std::vector<double> sorted = times;
   std::sort(sorted.begin(), sorted.end());
-  fmt::print("time     {:.2f} ms median over {} run(s) (min {:.2f} ms)\n",
-             sorted[sorted.size() / 2], sorted.size(), sorted.front());
+  auto pct = [&](double q) {
+    return sorted[static_cast<std::size_t>(q * static_cast<double>(sorted.size() - 1) + 0.5)];
+  };
+  fmt::print(
+      "time     {:.2f} ms median over {} run(s) (p10 {:.2f} ms, p90 {:.2f} ms, min {:.2f} ms)\n",
+      sorted[sorted.size() / 2], sorted.size(), pct(0.1), pct(0.9), sorted.front());
+  if (stats) {
+    const double mib = 1024.0 * 1024.0;
+    fmt::print(
+        "kernels  {} ({} linear+epilogue on oneDNN post-ops, {} oneDNN primitives, {} "
+        "reference primitives)\n",
+        stats->kernels, stats->fused_linear_kernels, stats->dnnl_primitives,
+        stats->reference_primitives);
+    fmt::print("memory   peak {:.1f} MiB = arena {:.1f} + scratch {:.1f} + weights {:.1f} MiB\n",
+               static_cast<double>(stats->peak_bytes()) / mib,
+               static_cast<double>(stats->arena_bytes) / mib,
+               static_cast<double>(stats->scratch_bytes) / mib,
+               static_cast<double>(stats->weight_bytes) / mib);
+  }
 
   if (!options.save_outputs.empty()) {
     std::error_code ec;
@@ -115,7 +233,12 @@ Action add_run_command(CLI::App& app) {
   cmd->add_option("--seed", options->seed, "Seed for random inputs")->default_val(0);
   cmd->add_option("--save-outputs", options->save_outputs,
                   "Write each output to DIR/<output-name>.npy");
-  cmd->add_option("--repeat", options->repeat, "Number of timed runs")->default_val(1);
+  cmd->add_option("--repeat", options->repeat, "Number of timed runs (after one warm-up)")
+      ->default_val(1);
+  cmd->add_option("--device", options->device,
+                  "Orchestrate for this device (only 'cpu') and execute the optimal plan");
+  cmd->add_option("--plan", options->plan,
+                  "Execute a plan written by `orchid orchestrate --json` for this model");
   return [options] { run(*options); };
 }
 

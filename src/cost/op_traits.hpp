@@ -40,9 +40,9 @@ inline OpTraits op_traits(const std::string& op_type) {
     t["Transpose"] = {OpKind::Transpose, false};
     t["Gather"] = {OpKind::Gather, false};
     t["GatherElements"] = {OpKind::Gather, false};
-    for (const char* op :
-         {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Slice", "Concat", "Split",
-          "Pad", "Expand", "Tile", "Resize", "DepthToSpace", "SpaceToDepth", "Dropout"}) {
+    for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Slice",
+                           "Concat", "Split", "Pad", "Expand", "Tile", "Resize", "DepthToSpace",
+                           "SpaceToDepth", "Dropout", "ScatterND"}) {
       t[op] = {OpKind::Layout, false};
     }
     for (const char* op : {"Exp",   "Log",  "Erf",  "Tanh",       "Sigmoid", "Softplus", "Softsign",

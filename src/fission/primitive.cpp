@@ -77,8 +77,8 @@ const std::unordered_map<std::string, PrimitiveClass>& primitive_table() {
                            "ArgMax", "ArgMin", "MaxPool", "AveragePool", "Expand"}) {
       (*t)[op] = PrimitiveClass::ReduceBroadcast;
     }
-    for (const char* op :
-         {"Transpose", "Reshape", "Slice", "Concat", "Pad", "Gather", "Resize", "Identity"}) {
+    for (const char* op : {"Transpose", "Reshape", "Slice", "Concat", "Pad", "Gather", "Resize",
+                           "Identity", "ScatterND"}) {
       (*t)[op] = PrimitiveClass::Layout;
     }
     for (const char* op : {"MatMul", "Conv", "ConvTranspose"}) {

@@ -191,6 +191,30 @@ std::vector<TensorType> infer_resize(const ShapeContext& ctx) {
   return {{x.dtype, resize_plan(node, x.shape, scales, sizes).output}};
 }
 
+// ScatterND (reduction "none"): output = data with slices at `indices` replaced by
+// `updates`; indices [..., k] address the first k axes of data.
+std::vector<TensorType> infer_scatter_nd(const ShapeContext& ctx) {
+  const std::string reduction = ctx.node().attr_string("reduction", "none");
+  if (reduction != "none") ctx.unsupported("reduction '{}'", reduction);
+  ctx.require_dtype(1, {DType::I64});
+  const Shape& data = ctx.input_shape(0);
+  const Shape& indices = ctx.input_shape(1);
+  const Shape& updates = ctx.input_shape(2);
+  if (indices.empty()) ctx.fail("indices must have rank >= 1");
+  const auto k = indices.back();
+  if (k < 1 || k > static_cast<std::int64_t>(data.size())) {
+    ctx.fail("indices' last dimension {} must be in [1, {}]", k, data.size());
+  }
+  Shape expected(indices.begin(), indices.end() - 1);
+  expected.insert(expected.end(), data.begin() + k, data.end());
+  if (updates != expected) {
+    ctx.fail("updates have shape {}, expected {}", shape_to_string(updates),
+             shape_to_string(expected));
+  }
+  if (ctx.input_dtype(2) != ctx.input_dtype(0)) ctx.fail("updates and data differ in dtype");
+  return {{ctx.input_dtype(0), data}};
+}
+
 std::vector<TensorType> infer_gather(const ShapeContext& ctx) {
   const TensorType x = ctx.input(0);
   ctx.require_dtype(1, {DType::I64, DType::I32});
@@ -258,6 +282,7 @@ std::vector<TensorType> infer_space_to_depth(const ShapeContext& ctx) {
 
 void register_layout_ops(OpSchemaTable& table) {
   table["Transpose"] = {"Transpose", 1, 1, 1, 1, infer_transpose};
+  table["ScatterND"] = {"ScatterND", 3, 3, 1, 1, infer_scatter_nd};
   table["Reshape"] = {"Reshape", 2, 2, 1, 1, infer_reshape};
   table["Flatten"] = {"Flatten", 1, 1, 1, 1, infer_flatten};
   table["Squeeze"] = {"Squeeze", 1, 2, 1, 1, infer_squeeze};

@@ -210,6 +210,34 @@ void split(const Node& node, std::span<const Tensor* const> inputs, std::span<Te
   }
 }
 
+void scatter_nd(const Node& node, std::span<const Tensor* const> inputs,
+                std::span<Tensor> outputs) {
+  const Tensor& data = *inputs[0];
+  const Tensor& indices = *inputs[1];
+  const Tensor& updates = *inputs[2];
+  Tensor& out = outputs[0];
+  std::memcpy(out.raw(), data.raw(), data.nbytes());
+  const auto k = static_cast<std::size_t>(indices.shape().back());
+  const auto strides = shape_strides(data.shape());
+  const std::int64_t slice = k == data.rank() ? 1 : strides[k - 1];
+  const std::size_t esize = dtype_size(data.dtype());
+  const std::int64_t count = indices.numel() / static_cast<std::int64_t>(k);
+  const std::int64_t* idx = indices.data<std::int64_t>();
+  for (std::int64_t i = 0; i < count; ++i) {
+    std::int64_t offset = 0;
+    for (std::size_t a = 0; a < k; ++a) {
+      std::int64_t v = idx[i * static_cast<std::int64_t>(k) + static_cast<std::int64_t>(a)];
+      const std::int64_t dim = data.shape()[a];
+      if (v < 0) v += dim;
+      if (v < 0 || v >= dim) fail("{}: index {} out of range for axis {}", node.describe(), v, a);
+      offset += v * strides[a];
+    }
+    std::memcpy(out.raw() + static_cast<std::size_t>(offset) * esize,
+                updates.raw() + static_cast<std::size_t>(i * slice) * esize,
+                static_cast<std::size_t>(slice) * esize);
+  }
+}
+
 void gather(const Node& node, std::span<const Tensor* const> inputs, std::span<Tensor> outputs) {
   const Tensor& x = *inputs[0];
   const Tensor& idx = *inputs[1];
@@ -401,6 +429,7 @@ void register_layout_kernels(ReferenceKernelTable& table) {
   table["Pad"] = pad;
   table["Resize"] = resize;
   table["Gather"] = gather;
+  table["ScatterND"] = scatter_nd;
   table["Expand"] = expand;
   table["Tile"] = tile;
   table["DepthToSpace"] = depth_to_space;

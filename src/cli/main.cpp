@@ -1,11 +1,20 @@
 // `orchid`: decides how a DNN should run on hardware. Thin layer over the library.
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 
 #include "cli/commands.hpp"
 #include "util/error.hpp"
 
 int main(int argc, char** argv) {
+  // oneDNN's OpenMP workers spin between calls and take the cores from orchid's own
+  // threads; libgomp reads OMP_WAIT_POLICY only at load time, so set it and re-exec once.
+  if (!std::getenv("OMP_WAIT_POLICY")) {
+    setenv("OMP_WAIT_POLICY", "passive", 1);
+    execv("/proc/self/exe", argv);  // only returns on failure; then carry on as we are
+  }
   CLI::App app{"orchid: kernel orchestration and multi-accelerator mapping for ONNX models"};
   app.set_version_flag("--version", std::string("orchid ") + ORCHID_VERSION);
   app.require_subcommand(1);

@@ -6,28 +6,44 @@ namespace orchid {
 
 std::size_t dtype_size(DType dtype) {
   switch (dtype) {
-    case DType::F32: return 4;
-    case DType::F16: return 2;
-    case DType::F64: return 8;
-    case DType::I64: return 8;
-    case DType::I32: return 4;
-    case DType::I8: return 1;
-    case DType::U8: return 1;
-    case DType::Bool: return 1;
+    case DType::F32:
+      return 4;
+    case DType::F16:
+      return 2;
+    case DType::F64:
+      return 8;
+    case DType::I64:
+      return 8;
+    case DType::I32:
+      return 4;
+    case DType::I8:
+      return 1;
+    case DType::U8:
+      return 1;
+    case DType::Bool:
+      return 1;
   }
   return 0;
 }
 
 std::string_view dtype_name(DType dtype) {
   switch (dtype) {
-    case DType::F32: return "f32";
-    case DType::F16: return "f16";
-    case DType::F64: return "f64";
-    case DType::I64: return "i64";
-    case DType::I32: return "i32";
-    case DType::I8: return "i8";
-    case DType::U8: return "u8";
-    case DType::Bool: return "bool";
+    case DType::F32:
+      return "f32";
+    case DType::F16:
+      return "f16";
+    case DType::F64:
+      return "f64";
+    case DType::I64:
+      return "i64";
+    case DType::I32:
+      return "i32";
+    case DType::I8:
+      return "i8";
+    case DType::U8:
+      return "u8";
+    case DType::Bool:
+      return "bool";
   }
   return "?";
 }

@@ -190,9 +190,10 @@ void Graph::validate() const {
     for (const auto& in : node.inputs) {
       if (in.empty()) continue;
       if (!produced.count(in) && !graph_inputs.count(in) && !is_constant(in)) {
-        fail("graph '{}': {} reads '{}', which no node produces and is neither an input nor a "
-             "weight",
-             name, node.describe(), in);
+        fail(
+            "graph '{}': {} reads '{}', which no node produces and is neither an input nor a "
+            "weight",
+            name, node.describe(), in);
       }
     }
   }

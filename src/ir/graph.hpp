@@ -30,7 +30,7 @@ class Graph {
   std::string name;
   std::int64_t opset = 17;
   std::vector<Node> nodes;
-  std::vector<std::string> inputs;   // runtime inputs (constants are not listed here)
+  std::vector<std::string> inputs;  // runtime inputs (constants are not listed here)
   std::vector<std::string> outputs;
   std::map<std::string, std::string> metadata;
 

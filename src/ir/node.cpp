@@ -28,7 +28,9 @@ std::string attribute_to_string(const Attribute& attribute) {
   return std::visit(Visitor{}, attribute);
 }
 
-std::string Node::describe() const { return fmt::format("{} node '{}'", op_type, name); }
+std::string Node::describe() const {
+  return fmt::format("{} node '{}'", op_type, name);
+}
 
 namespace {
 

@@ -20,7 +20,9 @@ const Shape& ShapeContext::input_shape(std::size_t i) const {
   return info.shape;
 }
 
-DType ShapeContext::input_dtype(std::size_t i) const { return input(i).dtype; }
+DType ShapeContext::input_dtype(std::size_t i) const {
+  return input(i).dtype;
+}
 
 const Tensor* ShapeContext::constant(std::size_t i) const {
   if (!has_input(i)) return nullptr;

@@ -48,9 +48,12 @@ double Tensor::get_as_double(std::int64_t i) const {
       std::memcpy(&v, p, 4);
       return v;
     }
-    case DType::I8: return static_cast<double>(static_cast<std::int8_t>(*p));
-    case DType::U8: return static_cast<double>(static_cast<std::uint8_t>(*p));
-    case DType::Bool: return *p != std::byte{0} ? 1.0 : 0.0;
+    case DType::I8:
+      return static_cast<double>(static_cast<std::int8_t>(*p));
+    case DType::U8:
+      return static_cast<double>(static_cast<std::uint8_t>(*p));
+    case DType::Bool:
+      return *p != std::byte{0} ? 1.0 : 0.0;
   }
   return 0.0;
 }
@@ -100,18 +103,32 @@ Tensor Tensor::cast(DType to) const {
     if (is_integer(dtype_) && is_integer(to)) {  // exact, no trip through double
       const std::int64_t v = get_as_int64(i);
       switch (to) {
-        case DType::I64: store(p, v); break;
-        case DType::I32: store(p, static_cast<std::int32_t>(v)); break;
-        case DType::I8: store(p, static_cast<std::int8_t>(v)); break;
-        default: store(p, static_cast<std::uint8_t>(v)); break;
+        case DType::I64:
+          store(p, v);
+          break;
+        case DType::I32:
+          store(p, static_cast<std::int32_t>(v));
+          break;
+        case DType::I8:
+          store(p, static_cast<std::int8_t>(v));
+          break;
+        default:
+          store(p, static_cast<std::uint8_t>(v));
+          break;
       }
       continue;
     }
     const double v = get_as_double(i);
     switch (to) {
-      case DType::F32: store(p, static_cast<float>(v)); break;
-      case DType::F16: store(p, float_to_half(static_cast<float>(v))); break;
-      case DType::F64: store(p, v); break;
+      case DType::F32:
+        store(p, static_cast<float>(v));
+        break;
+      case DType::F16:
+        store(p, float_to_half(static_cast<float>(v)));
+        break;
+      case DType::F64:
+        store(p, v);
+        break;
       case DType::I64:
         store(p, std::isfinite(v) ? static_cast<std::int64_t>(v) : std::int64_t{0});
         break;
@@ -124,7 +141,9 @@ Tensor Tensor::cast(DType to) const {
       case DType::U8:
         store(p, static_cast<std::uint8_t>(std::isfinite(v) ? static_cast<std::int64_t>(v) : 0));
         break;
-      case DType::Bool: store(p, static_cast<std::uint8_t>(v != 0.0 ? 1 : 0)); break;
+      case DType::Bool:
+        store(p, static_cast<std::uint8_t>(v != 0.0 ? 1 : 0));
+        break;
     }
   }
   return out;

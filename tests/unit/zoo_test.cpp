@@ -38,7 +38,9 @@ TEST_P(ZooModel, ImportsRunsAndGivesFiniteOutputs) {
   EXPECT_NO_THROW(model.graph.validate());
   for (const Node& node : model.graph.nodes) {
     for (const auto& out : node.outputs) {
-      if (!out.empty()) EXPECT_TRUE(model.graph.tensor(out).has_type) << out;
+      if (!out.empty()) {
+        EXPECT_TRUE(model.graph.tensor(out).has_type) << out;
+      }
     }
   }
   // Exporters' shape plumbing must fold away: no Shape node survives.

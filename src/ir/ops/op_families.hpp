@@ -6,12 +6,12 @@
 
 namespace orchid {
 
-void register_elementwise_ops(OpSchemaTable& table);  // unary, binary, logical, Where, Clip, Cast
-void register_reduction_ops(OpSchemaTable& table);    // Reduce*, Softmax
+void register_elementwise_ops(OpSchemaTable& table);    // unary, binary, logical, Where, Clip, Cast
+void register_reduction_ops(OpSchemaTable& table);      // Reduce*, Softmax
 void register_normalization_ops(OpSchemaTable& table);  // BatchNorm, InstanceNorm, LayerNorm
 void register_linear_ops(OpSchemaTable& table);         // Conv, ConvTranspose, Gemm, MatMul
 void register_pooling_ops(OpSchemaTable& table);        // MaxPool, AveragePool, GlobalAveragePool
-void register_layout_ops(OpSchemaTable& table);  // Transpose, Reshape, ..., Resize, Gather
+void register_layout_ops(OpSchemaTable& table);         // Transpose, Reshape, ..., Resize, Gather
 void register_constant_ops(OpSchemaTable& table);  // Shape, ConstantOfShape, Range, Identity...
 
 }  // namespace orchid

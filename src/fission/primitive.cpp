@@ -3,6 +3,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "ir/ops/op_families.hpp"
 #include "util/error.hpp"
 
 namespace orchid {
@@ -15,62 +16,16 @@ namespace {
 const std::unordered_map<std::string, PrimitiveClass>& primitive_table() {
   static const auto* table = [] {
     auto* t = new std::unordered_map<std::string, PrimitiveClass>;
-    for (const char* op : {"Sigmoid",
-                           "Tanh",
-                           "Softplus",
-                           "Softsign",
-                           "Erf",
-                           "Exp",
-                           "Log",
-                           "Sqrt",
-                           "Reciprocal",
-                           "Floor",
-                           "Ceil",
-                           "Round",
-                           "Sin",
-                           "Cos",
-                           "Tan",
-                           "Asin",
-                           "Acos",
-                           "Atan",
-                           "Sinh",
-                           "Cosh",
-                           "Asinh",
-                           "Acosh",
-                           "Atanh",
-                           "Elu",
-                           "Selu",
-                           "Celu",
-                           "ThresholdedRelu",
-                           "LeakyRelu",
-                           "Relu",
-                           "Shrink",
-                           "Neg",
-                           "Abs",
-                           "Sign",
-                           "Not",
-                           "IsNaN",
-                           "IsInf",
-                           "Cast",
-                           "Clip",
-                           "Add",
-                           "Sub",
-                           "Mul",
-                           "Div",
-                           "Pow",
-                           "Mod",
-                           "PRelu",
-                           "Max",
-                           "Min",
-                           "Equal",
-                           "Less",
-                           "Greater",
-                           "LessOrEqual",
-                           "GreaterOrEqual",
-                           "And",
-                           "Or",
-                           "Xor",
-                           "Where"}) {
+    // Every op of the elementwise family is a primitive, except the few whose
+    // canonical form is other primitives (a fission rule rewrites them). Taking the
+    // names from the family's registration keeps the two lists from drifting apart.
+    OpSchemaTable elementwise;
+    register_elementwise_ops(elementwise);
+    for (const auto& [op, schema] : elementwise) {
+      if (op == "HardSigmoid" || op == "HardSwish" || op == "Sum" || op == "Mean" ||
+          op == "CastLike") {
+        continue;
+      }
       (*t)[op] = PrimitiveClass::Elementwise;
     }
     for (const char* op : {"ReduceSum", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd",

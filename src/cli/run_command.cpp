@@ -198,15 +198,18 @@ void run(const RunOptions& options) {
   if (stats) {
     const double mib = 1024.0 * 1024.0;
     fmt::print(
-        "kernels  {} ({} linear+epilogue on oneDNN post-ops, {} oneDNN primitives, {} "
-        "reference primitives)\n",
-        stats->kernels, stats->fused_linear_kernels, stats->dnnl_primitives,
-        stats->reference_primitives);
-    fmt::print("memory   peak {:.1f} MiB = arena {:.1f} + scratch {:.1f} + weights {:.1f} MiB\n",
-               static_cast<double>(stats->peak_bytes()) / mib,
-               static_cast<double>(stats->arena_bytes) / mib,
-               static_cast<double>(stats->scratch_bytes) / mib,
-               static_cast<double>(stats->weight_bytes) / mib);
+        "kernels  {}: {} oneDNN primitives (+{} epilogue primitives as post-ops), {} fused "
+        "loops over {} primitives, {} primitives on reference kernels\n",
+        stats->kernels, stats->dnnl_primitives, stats->epilogue_primitives, stats->fused_loops,
+        stats->fused_loop_primitives, stats->reference_primitives);
+    fmt::print(
+        "memory   peak {:.1f} MiB = arena {:.1f} + scratch {:.1f} + loop buffers {:.1f} + weights "
+        "{:.1f} MiB\n",
+        static_cast<double>(stats->peak_bytes()) / mib,
+        static_cast<double>(stats->arena_bytes) / mib,
+        static_cast<double>(stats->scratch_bytes) / mib,
+        static_cast<double>(stats->loop_scratch_bytes) / mib,
+        static_cast<double>(stats->weight_bytes) / mib);
   }
 
   if (!options.save_outputs.empty()) {

@@ -14,6 +14,30 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
   bytes_.assign(static_cast<std::size_t>(numel()) * dtype_size(dtype_), std::byte{0});
 }
 
+Tensor Tensor::view(DType dtype, Shape shape, std::byte* data) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  for (auto d : t.shape_) {
+    if (d < 0) fail("tensor shape {} has a negative dimension", shape_to_string(t.shape_));
+  }
+  t.view_bytes_ = static_cast<std::size_t>(t.numel()) * dtype_size(dtype);
+  t.view_ = data;
+  t.viewing_ = true;  // `data` may be null until rebind() points it somewhere
+  return t;
+}
+
+void Tensor::rebind(std::byte* data) {
+  if (!viewing_) fail("Tensor::rebind: not a view");
+  if (!data) fail("Tensor::rebind: null data");
+  view_ = data;
+}
+
+bool Tensor::operator==(const Tensor& other) const {
+  return dtype_ == other.dtype_ && shape_ == other.shape_ && nbytes() == other.nbytes() &&
+         (nbytes() == 0 || std::memcmp(raw(), other.raw(), nbytes()) == 0);
+}
+
 void Tensor::check_dtype(DType expected) const {
   if (expected != dtype_) {
     fail("tensor of dtype {} accessed as {}", dtype_name(dtype_), dtype_name(expected));
@@ -21,7 +45,7 @@ void Tensor::check_dtype(DType expected) const {
 }
 
 double Tensor::get_as_double(std::int64_t i) const {
-  const std::byte* p = bytes_.data() + static_cast<std::size_t>(i) * dtype_size(dtype_);
+  const std::byte* p = raw() + static_cast<std::size_t>(i) * dtype_size(dtype_);
   switch (dtype_) {
     case DType::F32: {
       float v;
@@ -62,7 +86,7 @@ std::int64_t Tensor::get_as_int64(std::int64_t i) const {
   switch (dtype_) {
     case DType::I64: {
       std::int64_t v;
-      std::memcpy(&v, bytes_.data() + static_cast<std::size_t>(i) * 8, 8);
+      std::memcpy(&v, raw() + static_cast<std::size_t>(i) * 8, 8);
       return v;
     }
     default: {
@@ -99,7 +123,7 @@ Tensor Tensor::cast(DType to) const {
   Tensor out(to, shape_);
   const std::size_t size = dtype_size(to);
   for (std::int64_t i = 0; i < numel(); ++i) {
-    std::byte* p = out.bytes_.data() + static_cast<std::size_t>(i) * size;
+    std::byte* p = out.raw() + static_cast<std::size_t>(i) * size;
     if (is_integer(dtype_) && is_integer(to)) {  // exact, no trip through double
       const std::int64_t v = get_as_int64(i);
       switch (to) {

@@ -1,4 +1,6 @@
-// A dense, row-major tensor value: dtype, static shape and owned bytes.
+// A dense, row-major tensor value: dtype, static shape and owned bytes — or, for the
+// plan executor, a view of bytes owned elsewhere (an arena slot, a weight), so kernels
+// can read and write those in place without a copy.
 #pragma once
 
 #include <cstddef>
@@ -24,15 +26,21 @@ class Tensor {
   static Tensor from_int64s(const std::vector<std::int64_t>& values) {
     return from_vector<std::int64_t>({static_cast<std::int64_t>(values.size())}, values);
   }
+  // A view of numel(shape) elements at `data`, which the caller owns and keeps alive.
+  // Copying a view copies the alias, not the bytes.
+  static Tensor view(DType dtype, Shape shape, std::byte* data);
+  bool is_view() const { return viewing_; }
+  // Points a view at other memory of the same size (per execution; no allocation).
+  void rebind(std::byte* data);
 
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
   std::size_t rank() const { return shape_.size(); }
   std::int64_t numel() const { return shape_numel(shape_); }
-  std::size_t nbytes() const { return bytes_.size(); }
+  std::size_t nbytes() const { return viewing_ ? view_bytes_ : bytes_.size(); }
 
-  std::byte* raw() { return bytes_.data(); }
-  const std::byte* raw() const { return bytes_.data(); }
+  std::byte* raw() { return viewing_ ? view_ : bytes_.data(); }
+  const std::byte* raw() const { return viewing_ ? view_ : bytes_.data(); }
 
   // Typed views; throw orchid::Error if T does not match the dtype.
   template <typename T>
@@ -60,7 +68,8 @@ class Tensor {
   // Same bytes, new shape of equal element count.
   Tensor reshaped(Shape shape) const;
 
-  bool operator==(const Tensor& other) const = default;
+  // Same dtype, shape and bytes (views compare by content too).
+  bool operator==(const Tensor& other) const;
 
  private:
   void check_dtype(DType expected) const;
@@ -68,6 +77,9 @@ class Tensor {
   DType dtype_ = DType::F32;
   Shape shape_;
   std::vector<std::byte> bytes_;
+  std::byte* view_ = nullptr;
+  std::size_t view_bytes_ = 0;
+  bool viewing_ = false;
 };
 
 template <typename T>
@@ -84,13 +96,13 @@ Tensor Tensor::from_vector(Shape shape, const std::vector<T>& values) {
 template <typename T>
 T* Tensor::data() {
   check_dtype(dtype_of<T>::value);
-  return reinterpret_cast<T*>(bytes_.data());
+  return reinterpret_cast<T*>(raw());
 }
 
 template <typename T>
 const T* Tensor::data() const {
   check_dtype(dtype_of<T>::value);
-  return reinterpret_cast<const T*>(bytes_.data());
+  return reinterpret_cast<const T*>(raw());
 }
 
 }  // namespace orchid

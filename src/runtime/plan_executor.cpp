@@ -10,6 +10,9 @@
 
 #include "fission/primitive.hpp"
 #include "ir/ops/window_geometry.hpp"
+#include "orchestrate/kernel_view.hpp"
+#include "runtime/fused/fused_loop.hpp"
+#include "runtime/reference/reference_kernels.hpp"
 #include "util/error.hpp"
 
 namespace orchid {
@@ -20,8 +23,8 @@ using dnnl::memory;
 
 // Where a tensor a kernel reads lives.
 struct Location {
-  enum class Kind { Arena, Input, Constant } kind = Kind::Arena;
-  std::int64_t offset = 0;  // Arena
+  enum class Kind { Arena, Input, Constant, Scratch } kind = Kind::Arena;
+  std::int64_t offset = 0;  // Arena, Scratch
   std::size_t input = 0;    // Input: position in graph.inputs
   const Tensor* constant = nullptr;
 };
@@ -245,38 +248,43 @@ struct PlanExecutor::Impl {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
   std::byte* arena = nullptr;
+  std::byte* scratch = nullptr;  // one pool every kernel's intermediates share
   std::unordered_map<std::string, std::int64_t> arena_offset;
   std::vector<const std::byte*> input_ptrs;  // bound per execute()
   std::unordered_map<std::string, std::size_t> input_index;
   std::vector<std::pair<std::string, Location>> output_locations;
   PlanExecutorStats stats;
 
-  // A kernel that is one oneDNN primitive reading and writing the arena directly.
-  struct Fused {
+  // A linear primitive on oneDNN, epilogue folded in as post-ops.
+  struct LinearStage {
     LinearOp op;
-    Location a, b;
+    Location a, b, y;
     std::vector<Location> extra;
-    std::int64_t out_offset = 0;
+    std::vector<const void*> extra_ptrs;  // reused every run
   };
-  // Any other kernel: inputs staged into scratch tensors, then its primitives in order.
-  struct Step {
-    std::size_t node = 0;
-    std::vector<std::size_t> in;   // local slots
-    std::vector<std::size_t> out;  // local slots
-    std::optional<LinearOp> linear;
+  struct LoopStage {
+    std::unique_ptr<FusedLoop> loop;
+    std::vector<Location> reads, writes;
+    std::vector<const std::byte*> read_ptrs;
+    std::vector<std::byte*> write_ptrs;
   };
-  struct Generic {
-    std::vector<Tensor> locals;        // scratch: staged inputs and intermediates
-    std::vector<const Tensor*> bound;  // per local: constant tensor or &locals[i]
-    std::vector<std::pair<std::size_t, Location>> staged;  // local <- location
-    std::vector<Step> steps;
-    std::vector<std::pair<std::size_t, std::int64_t>> writes;  // local -> arena offset
+  // One primitive on its reference kernel, reading and writing views in place.
+  struct ReferenceStage {
+    const Node* node = nullptr;
+    ReferenceKernel kernel = nullptr;
+    std::vector<Tensor> in_views, out_views;
+    std::vector<const Tensor*> ins;                     // per node input: view, constant or null
+    std::vector<Location> in_locations, out_locations;  // per view
+    std::vector<const Tensor*> in_constants;            // per node input
+    std::vector<std::pair<std::size_t, std::size_t>> rebound;  // in_views[i] <- input k
   };
-  struct Kernel {
-    std::optional<Fused> fused;
-    std::optional<Generic> generic;
+  struct Stage {
+    std::optional<LinearStage> linear;
+    std::optional<LoopStage> loop;
+    std::optional<ReferenceStage> reference;
   };
-  std::vector<Kernel> kernels;
+  std::vector<std::vector<Stage>> kernels;
+  std::int64_t scratch_peak = 0;
 
   Impl(const Graph& g, const Plan& p, const std::map<std::string, std::string>& alternatives)
       : graph(g), plan(p) {
@@ -300,9 +308,22 @@ struct PlanExecutor::Impl {
       if (!loc) fail("plan executor: graph output '{}' has no location in the plan", out);
       output_locations.emplace_back(out, *loc);
     }
+    // Scratch offsets are known per kernel before the pool exists: compile against a
+    // null base, then bind every scratch location once the pool is allocated.
     for (const auto& pk : p.kernels) kernels.push_back(compile(pk));
+    scratch = static_cast<std::byte*>(
+        std::aligned_alloc(64, static_cast<std::size_t>((scratch_peak + 63) / 64 * 64 + 64)));
+    stats.scratch_bytes = scratch_peak;
+    for (auto& stages : kernels) {
+      for (auto& st : stages) {
+        if (st.reference) bind_views(*st.reference);
+      }
+    }
   }
-  ~Impl() { std::free(arena); }
+  ~Impl() {
+    std::free(arena);
+    std::free(scratch);
+  }
 
   std::optional<Location> locate_or_none(const std::string& t) const {
     Location l;
@@ -333,22 +354,68 @@ struct PlanExecutor::Impl {
         return l.constant->raw();
       case Location::Kind::Input:
         return input_ptrs[l.input];
+      case Location::Kind::Scratch:
+        return scratch + l.offset;
       case Location::Kind::Arena:
         break;
     }
     return arena + l.offset;
   }
-  std::string source_of(const PlannedKernel& pk, const std::string& t) const {
-    for (std::size_t i = 0; i < pk.inputs.size(); ++i) {
-      if (pk.inputs[i] == t) return pk.sources[i];
-    }
-    return t;
+  std::byte* mutable_address(const Location& l) const {
+    if (l.kind == Location::Kind::Scratch) return scratch + l.offset;
+    if (l.kind != Location::Kind::Arena)
+      fail("plan executor: writing a tensor that is not an activation");
+    return arena + l.offset;
   }
 
-  std::optional<Fused> try_fuse(const PlannedKernel& pk) {
-    const Node& lin = graph.nodes[pk.nodes.front()];
+  // Where each tensor of one kernel lives while compiling it.
+  struct KernelLayout {
+    std::unordered_map<std::string, Location> where;
+    std::int64_t scratch_used = 0;
+  };
+
+  Location place(KernelLayout& layout, const std::string& t) {
+    if (auto it = layout.where.find(t); it != layout.where.end()) return it->second;
+    if (auto known = locate_or_none(t)) {  // a weight, graph input or kernel output
+      layout.where[t] = *known;
+      return *known;
+    }
+    Location l;
+    l.kind = Location::Kind::Scratch;
+    l.offset = layout.scratch_used;
+    layout.scratch_used += (tensor_bytes(graph, t) + 63) / 64 * 64;
+    scratch_peak = std::max(scratch_peak, layout.scratch_used);
+    layout.where[t] = l;
+    return l;
+  }
+
+  // The tensors produced by nodes[begin, end) that a later node of the kernel or
+  // something outside the kernel reads.
+  std::set<std::string> needed_after(const PlannedKernel& pk, std::size_t begin,
+                                     std::size_t end) const {
+    std::set<std::string> produced, needed;
+    for (std::size_t i = begin; i < end; ++i) {
+      for (const auto& o : graph.nodes[pk.nodes[i]].outputs) produced.insert(o);
+    }
+    for (std::size_t i = 0; i < pk.nodes.size(); ++i) {
+      if (i >= begin && i < end) continue;
+      for (const auto& t : graph.nodes[pk.nodes[i]].inputs) {
+        if (produced.count(t)) needed.insert(t);
+      }
+    }
+    for (const auto& t : pk.outputs) {
+      if (produced.count(t)) needed.insert(t);
+    }
+    return needed;
+  }
+
+  // A linear node at `pos` with the elementwise epilogue that follows it; returns the
+  // stage and how many nodes it covers, or nullopt.
+  std::optional<std::pair<LinearStage, std::size_t>> linear_stage(const PlannedKernel& pk,
+                                                                  std::size_t pos,
+                                                                  KernelLayout& layout) {
+    const Node& lin = graph.nodes[pk.nodes[pos]];
     if (lin.op_type != "MatMul" && lin.op_type != "Conv") return std::nullopt;
-    if (pk.outputs.size() != 1) return std::nullopt;
     for (const auto& t : lin.inputs) {
       if (graph.tensor(t).shape.size() < 2) return std::nullopt;
     }
@@ -356,127 +423,182 @@ struct PlanExecutor::Impl {
     std::vector<PostOp> post_ops;
     std::string chain = lin.outputs[0];
     const Shape& out_shape = graph.tensor(chain).shape;
-    for (std::size_t i = 1; i < pk.nodes.size(); ++i) {
+    std::size_t end = pos + 1;
+    for (; end < pk.nodes.size(); ++end) {
+      // The running value must feed only the next node and stay inside the kernel.
+      const std::set<std::string> needed = needed_after(pk, pos, end);
+      if (needed.size() != 1 || !needed.count(chain)) break;
+      if (std::find(pk.outputs.begin(), pk.outputs.end(), chain) != pk.outputs.end()) break;
+      const Node& n = graph.nodes[pk.nodes[end]];
+      std::size_t readers = 0;
+      for (std::size_t i = end; i < pk.nodes.size(); ++i) {
+        for (const auto& t : graph.nodes[pk.nodes[i]].inputs) readers += t == chain;
+      }
+      if (readers != 1) break;
       internal.insert(chain);
-      const Node& n = graph.nodes[pk.nodes[i]];
       auto po = as_post_op(graph, n, chain, out_shape, internal);
-      if (!po) return std::nullopt;
+      if (!po) break;
       post_ops.push_back(*po);
       chain = n.outputs[0];
     }
-    if (chain != pk.outputs[0]) return std::nullopt;
-    for (const auto& t : lin.inputs) {
-      if (std::find(pk.inputs.begin(), pk.inputs.end(), t) == pk.inputs.end()) {
-        return std::nullopt;  // fed by a prologue
-      }
-    }
     auto op = make_linear(engine, graph, lin, post_ops);
     if (!op) return std::nullopt;
-    Fused f{std::move(*op),
-            locate(source_of(pk, lin.inputs[0])),
-            locate(source_of(pk, lin.inputs[1])),
-            {},
-            arena_offset.at(chain)};
+    LinearStage st{std::move(*op),
+                   place(layout, lin.inputs[0]),
+                   place(layout, lin.inputs[1]),
+                   place(layout, chain),
+                   {},
+                   {}};
     for (const auto& p : post_ops) {
-      if (p.kind == PostOp::Kind::Binary) f.extra.push_back(locate(source_of(pk, p.operand)));
+      if (p.kind == PostOp::Kind::Binary) st.extra.push_back(place(layout, p.operand));
     }
-    return f;
+    st.extra_ptrs.resize(st.extra.size());
+    return std::make_pair(std::move(st), end - pos);
   }
 
-  Kernel compile(const PlannedKernel& pk) {
-    Kernel k;
-    if ((k.fused = try_fuse(pk))) {
-      ++stats.fused_linear_kernels;
-      ++stats.dnnl_primitives;
-      return k;
-    }
-    Generic gen;
-    std::unordered_map<std::string, std::size_t> slot;
-    auto add_local = [&](const std::string& t, Tensor value, const Tensor* bound) {
-      slot[t] = gen.locals.size();
-      gen.locals.push_back(std::move(value));
-      gen.bound.push_back(bound);
-      return gen.locals.size() - 1;
-    };
-    for (std::size_t i = 0; i < pk.inputs.size(); ++i) {
-      const Location l = locate(pk.sources[i]);
-      if (l.kind == Location::Kind::Constant) {
-        add_local(pk.inputs[i], Tensor(), l.constant);
-      } else {
-        const TensorInfo& info = graph.tensor(pk.inputs[i]);
-        const std::size_t s = add_local(pk.inputs[i], Tensor(info.dtype, info.shape), nullptr);
-        gen.staged.emplace_back(s, l);
-      }
-    }
-    for (std::size_t idx : pk.nodes) {
-      const Node& n = graph.nodes[idx];
-      Step step;
-      step.node = idx;
-      for (const auto& t : n.inputs) {
-        if (t.empty()) {
-          step.in.push_back(static_cast<std::size_t>(-1));
-          continue;
-        }
-        auto it = slot.find(t);
-        if (it == slot.end()) {
-          // A constant the kernel's input list leaves out.
-          step.in.push_back(add_local(t, Tensor(), locate(t).constant));
-        } else {
-          step.in.push_back(it->second);
-        }
-      }
-      step.linear = make_linear(engine, graph, n, {});
-      for (const auto& t : n.outputs) {
-        const TensorInfo& info = graph.tensor(t);
-        step.out.push_back(
-            add_local(t, step.linear ? Tensor(info.dtype, info.shape) : Tensor(), nullptr));
-      }
-      if (step.linear) {
-        ++stats.dnnl_primitives;
-      } else {
-        ++stats.reference_primitives;
-      }
-      gen.steps.push_back(std::move(step));
-    }
-    for (const auto& t : pk.outputs) gen.writes.emplace_back(slot.at(t), arena_offset.at(t));
-    for (std::size_t i = 0; i < gen.locals.size(); ++i) {
-      if (!gen.bound[i]) {
-        gen.bound[i] = &gen.locals[i];
-        const TensorInfo& info = graph.tensor(
-            std::find_if(slot.begin(), slot.end(), [&](auto& e) { return e.second == i; })->first);
-        stats.scratch_bytes +=
-            static_cast<std::int64_t>(dtype_size(info.dtype)) * shape_numel(info.shape);
-      }
-    }
-    k.generic = std::move(gen);
-    return k;
+  std::optional<LoopStage> loop_stage(const PlannedKernel& pk, std::size_t begin, std::size_t end,
+                                      KernelLayout& layout) {
+    const std::vector<std::size_t> nodes(pk.nodes.begin() + static_cast<std::ptrdiff_t>(begin),
+                                         pk.nodes.begin() + static_cast<std::ptrdiff_t>(end));
+    std::string why;
+    auto loop = FusedLoop::compile(graph, nodes, needed_after(pk, begin, end), &why);
+    if (!loop) return std::nullopt;
+    LoopStage st;
+    for (const auto& t : loop->reads()) st.reads.push_back(place(layout, t));
+    for (const auto& t : loop->writes()) st.writes.push_back(place(layout, t));
+    st.read_ptrs.resize(st.reads.size());
+    st.write_ptrs.resize(st.writes.size());
+    stats.loop_scratch_bytes += loop->scratch_bytes();
+    st.loop = std::move(loop);
+    return st;
   }
 
-  void run_generic(Generic& gen) {
-    for (const auto& [s, l] : gen.staged) {
-      Tensor& t = gen.locals[s];
-      std::memcpy(t.raw(), address(l), t.nbytes());
+  ReferenceStage reference_stage(const Node& n, KernelLayout& layout) {
+    ReferenceStage st;
+    st.node = &n;
+    st.kernel = find_reference_kernel(n.op_type);
+    if (!st.kernel) unsupported("{}: no kernel for op type '{}'", n.describe(), n.op_type);
+    st.in_views.reserve(n.inputs.size());
+    for (const auto& t : n.inputs) {
+      if (t.empty()) continue;
+      const Location l = place(layout, t);
+      if (l.kind == Location::Kind::Constant) continue;
+      const TensorInfo& info = graph.tensor(t);
+      st.in_views.push_back(Tensor::view(info.dtype, info.shape, nullptr));
+      st.in_locations.push_back(l);
     }
-    std::vector<const Tensor*> ins;
-    for (Step& step : gen.steps) {
-      const Node& n = graph.nodes[step.node];
-      if (step.linear) {
-        Tensor& y = gen.locals[step.out[0]];
-        step.linear->run(stream, gen.bound[step.in[0]]->raw(), gen.bound[step.in[1]]->raw(),
-                         y.raw(), {});
+    for (const auto& t : n.outputs) {
+      const TensorInfo& info = graph.tensor(t);
+      st.out_views.push_back(Tensor::view(info.dtype, info.shape, nullptr));
+      st.out_locations.push_back(place(layout, t));
+    }
+    st.in_constants.resize(n.inputs.size(), nullptr);
+    for (std::size_t i = 0; i < n.inputs.size(); ++i) {
+      if (!n.inputs[i].empty() && graph.is_constant(n.inputs[i])) {
+        st.in_constants[i] = graph.tensor(n.inputs[i]).data.get();
+      }
+    }
+    return st;
+  }
+
+  // Points the reference stage's views at their memory (arena and scratch are fixed;
+  // graph inputs are rebound per execute()).
+  void bind_views(ReferenceStage& st) {
+    st.ins.assign(st.node->inputs.size(), nullptr);
+    std::size_t v = 0;
+    for (std::size_t i = 0; i < st.node->inputs.size(); ++i) {
+      if (st.node->inputs[i].empty()) continue;
+      if (st.in_constants[i]) {
+        st.ins[i] = st.in_constants[i];
         continue;
       }
-      ins.clear();
-      for (std::size_t s : step.in) {
-        ins.push_back(s == static_cast<std::size_t>(-1) ? nullptr : gen.bound[s]);
+      const Location& l = st.in_locations[v];
+      if (l.kind != Location::Kind::Input) {
+        st.in_views[v].rebind(const_cast<std::byte*>(address(l)));
+      } else {
+        st.rebound.emplace_back(v, l.input);
       }
-      std::vector<Tensor> outs = run_reference_node(graph, n, ins);
-      for (std::size_t o = 0; o < outs.size(); ++o) gen.locals[step.out[o]] = std::move(outs[o]);
+      st.ins[i] = &st.in_views[v];
+      ++v;
     }
-    for (const auto& [s, offset] : gen.writes) {
-      const Tensor& t = *gen.bound[s];
-      std::memcpy(arena + offset, t.raw(), t.nbytes());
+    for (std::size_t o = 0; o < st.out_views.size(); ++o) {
+      st.out_views[o].rebind(mutable_address(st.out_locations[o]));
     }
+  }
+
+  std::vector<Stage> compile(const PlannedKernel& pk) {
+    KernelLayout layout;
+    for (std::size_t i = 0; i < pk.inputs.size(); ++i) {
+      layout.where[pk.inputs[i]] = locate(pk.sources[i]);
+    }
+    std::vector<Stage> stages;
+    std::size_t pos = 0;
+    const std::size_t count = pk.nodes.size();
+    auto is_linear = [&](std::size_t i) {
+      return primitive_class(graph.nodes[pk.nodes[i]]) == PrimitiveClass::Linear;
+    };
+    while (pos < count) {
+      if (is_linear(pos)) {
+        if (auto st = linear_stage(pk, pos, layout)) {
+          stats.dnnl_primitives += 1;
+          stats.epilogue_primitives += st->second - 1;
+          stages.push_back(Stage{std::move(st->first), std::nullopt, std::nullopt});
+          pos += st->second;
+          continue;
+        }
+        ++stats.reference_primitives;
+        stages.push_back(
+            Stage{std::nullopt, std::nullopt, reference_stage(graph.nodes[pk.nodes[pos]], layout)});
+        ++pos;
+        continue;
+      }
+      // The longest run of memory-bound primitives from here that one loop expresses.
+      std::size_t run_end = pos;
+      while (run_end < count && !is_linear(run_end)) ++run_end;
+      bool placed = false;
+      for (std::size_t end = run_end; end > pos; --end) {
+        if (auto st = loop_stage(pk, pos, end, layout)) {
+          stats.fused_loop_primitives += end - pos;
+          ++stats.fused_loops;
+          stages.push_back(Stage{std::nullopt, std::move(*st), std::nullopt});
+          pos = end;
+          placed = true;
+          break;
+        }
+      }
+      if (placed) continue;
+      ++stats.reference_primitives;
+      stages.push_back(
+          Stage{std::nullopt, std::nullopt, reference_stage(graph.nodes[pk.nodes[pos]], layout)});
+      ++pos;
+    }
+    if (stages.size() == 1 && stages[0].linear) ++stats.fused_linear_kernels;
+    if (stages.size() == 1 && stages[0].loop) ++stats.single_loop_kernels;
+    return stages;
+  }
+
+  void run_stage(Stage& st) {
+    if (st.linear) {
+      LinearStage& l = *st.linear;
+      for (std::size_t i = 0; i < l.extra.size(); ++i) l.extra_ptrs[i] = address(l.extra[i]);
+      l.op.run(stream, address(l.a), address(l.b), mutable_address(l.y), l.extra_ptrs);
+      stream.wait();
+      return;
+    }
+    if (st.loop) {
+      LoopStage& l = *st.loop;
+      for (std::size_t i = 0; i < l.reads.size(); ++i) l.read_ptrs[i] = address(l.reads[i]);
+      for (std::size_t i = 0; i < l.writes.size(); ++i) {
+        l.write_ptrs[i] = mutable_address(l.writes[i]);
+      }
+      l.loop->run(l.read_ptrs, l.write_ptrs);
+      return;
+    }
+    ReferenceStage& r = *st.reference;
+    for (const auto& [view, input] : r.rebound) {
+      r.in_views[view].rebind(const_cast<std::byte*>(input_ptrs[input]));
+    }
+    r.kernel(*r.node, r.ins, r.out_views);
   }
 
   void execute(const TensorMap& inputs) {
@@ -489,18 +611,9 @@ struct PlanExecutor::Impl {
       }
       input_ptrs[i] = it->second.raw();
     }
-    for (Kernel& k : kernels) {
-      if (k.fused) {
-        Fused& f = *k.fused;
-        std::vector<const void*> extra;
-        extra.reserve(f.extra.size());
-        for (const auto& l : f.extra) extra.push_back(address(l));
-        f.op.run(stream, address(f.a), address(f.b), arena + f.out_offset, extra);
-      } else {
-        run_generic(*k.generic);
-      }
+    for (auto& stages : kernels) {
+      for (Stage& st : stages) run_stage(st);
     }
-    stream.wait();
   }
 
   TensorMap outputs() const {

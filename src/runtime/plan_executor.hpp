@@ -1,12 +1,14 @@
 // The CPU plan executor: runs an orchestration Plan kernel by kernel in plan order.
 //
 // Activations that cross kernels live in one preallocated arena laid out by the plan's
-// offsets; weights are read in place from the graph; intermediates of a kernel live in
-// that kernel's own scratch and never touch the arena. Linear primitives (MatMul, 2-D
-// Conv) run on oneDNN; a kernel that is exactly one linear primitive followed by a chain
-// of elementwise epilogues (bias / residual add, mul, relu, sigmoid, tanh, clip) becomes
-// a single oneDNN primitive with post-ops and writes straight into the arena. Every
-// other primitive runs with the reference kernels on the kernel's scratch.
+// offsets; weights and graph inputs are read in place. Each kernel is compiled once into
+// stages: a linear primitive (MatMul, 2-D Conv) on oneDNN with the elementwise epilogue
+// that follows it folded in as post-ops; a fused loop (runtime/fused/fused_loop.hpp) for
+// each run of memory-bound primitives — elementwise, trailing-axis reductions, data
+// movement — computed row by row in per-thread buffers; and, for what neither covers
+// (pooling, Pad, Resize, Concat, ConvTranspose…), the reference kernel writing in place.
+// A tensor passed between two stages of one kernel (a linear op's prologue result, say)
+// lives in one scratch pool shared by all kernels. Nothing is allocated by execute().
 #pragma once
 
 #include <cstdint>
@@ -22,13 +24,20 @@ namespace orchid {
 
 struct PlanExecutorStats {
   std::size_t kernels = 0;
-  std::size_t fused_linear_kernels = 0;  // one oneDNN primitive with post-ops
-  std::size_t dnnl_primitives = 0;       // linear primitives run on oneDNN
-  std::size_t reference_primitives = 0;  // primitives run with the reference kernels
+  std::size_t fused_linear_kernels = 0;   // the whole kernel is one oneDNN primitive
+  std::size_t single_loop_kernels = 0;    // the whole kernel is one fused loop
+  std::size_t dnnl_primitives = 0;        // linear primitives run on oneDNN
+  std::size_t epilogue_primitives = 0;    // folded into a oneDNN primitive as post-ops
+  std::size_t fused_loops = 0;            // fused loops over memory-bound primitives
+  std::size_t fused_loop_primitives = 0;  // primitives those loops compute
+  std::size_t reference_primitives = 0;   // primitives run with the reference kernels
   std::int64_t arena_bytes = 0;
-  std::int64_t scratch_bytes = 0;  // per-kernel scratch kept between runs, all kernels
+  std::int64_t scratch_bytes = 0;       // intermediates between a kernel's stages (one pool)
+  std::int64_t loop_scratch_bytes = 0;  // fused loops' row buffers and index tables
   std::int64_t weight_bytes = 0;
-  std::int64_t peak_bytes() const { return arena_bytes + scratch_bytes + weight_bytes; }
+  std::int64_t peak_bytes() const {
+    return arena_bytes + scratch_bytes + loop_scratch_bytes + weight_bytes;
+  }
 };
 
 class PlanExecutor {

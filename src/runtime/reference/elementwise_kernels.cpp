@@ -496,7 +496,9 @@ void clip_kernel(const Node& node, Inputs inputs, Outputs outputs) {
 }
 
 void cast_kernel(const Node&, Inputs inputs, Outputs outputs) {
-  outputs[0] = inputs[0]->cast(outputs[0].dtype());
+  // Filled in place: the output may be a view of the executor's arena.
+  const Tensor converted = inputs[0]->cast(outputs[0].dtype());
+  std::copy_n(converted.raw(), converted.nbytes(), outputs[0].raw());
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Reference kernels of the reduction op family. Float reductions accumulate in double;
 // integer ones accumulate in int64 with wrap-around, then narrow to the output type.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -108,7 +109,7 @@ void reduce_kernel(const Node& node, Inputs inputs, Outputs outputs) {
   const auto axes =
       reduction_util::resolve_reduction_axes(node, axes_input, static_cast<std::int64_t>(x.rank()));
   if (axes.noop) {
-    outputs[0] = x;
+    std::copy_n(x.raw(), x.nbytes(), outputs[0].raw());  // in place: it may be a view
     return;
   }
   // Walking the input while broadcasting the keepdims-shaped output onto it maps every

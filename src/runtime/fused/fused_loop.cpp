@@ -1,0 +1,833 @@
+#include "runtime/fused/fused_loop.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <optional>
+#include <unordered_map>
+
+#include "ir/ops/reduction_util.hpp"
+#include "runtime/reference/elementwise_util.hpp"
+#include "runtime/reference/reference_kernels.hpp"
+#include "util/error.hpp"
+
+namespace orchid {
+
+namespace {
+
+// Thrown while compiling when the run is outside what a fused loop expresses.
+struct NotFusable {
+  std::string why;
+};
+
+template <typename... Args>
+[[noreturn]] void refuse(fmt::format_string<Args...> f, Args&&... args) {
+  throw NotFusable{fmt::format(f, std::forward<Args>(args)...)};
+}
+
+enum class Unary {
+  Relu,
+  Sigmoid,
+  Tanh,
+  Exp,
+  Log,
+  Sqrt,
+  Reciprocal,
+  Neg,
+  Abs,
+  Erf,
+  Softplus,
+  Floor,
+  Ceil,
+  Sin,
+  Cos,
+  LeakyRelu,
+  Elu,
+  Clip
+};
+enum class Binary { Add, Sub, Mul, Div, Pow, Max, Min, PRelu };
+enum class Reduce { Sum, Mean, Max, Min };
+
+std::optional<Unary> unary_of(const std::string& op) {
+  static const std::map<std::string, Unary> table = {{"Relu", Unary::Relu},
+                                                     {"Sigmoid", Unary::Sigmoid},
+                                                     {"Tanh", Unary::Tanh},
+                                                     {"Exp", Unary::Exp},
+                                                     {"Log", Unary::Log},
+                                                     {"Sqrt", Unary::Sqrt},
+                                                     {"Reciprocal", Unary::Reciprocal},
+                                                     {"Neg", Unary::Neg},
+                                                     {"Abs", Unary::Abs},
+                                                     {"Erf", Unary::Erf},
+                                                     {"Softplus", Unary::Softplus},
+                                                     {"Floor", Unary::Floor},
+                                                     {"Ceil", Unary::Ceil},
+                                                     {"Sin", Unary::Sin},
+                                                     {"Cos", Unary::Cos},
+                                                     {"LeakyRelu", Unary::LeakyRelu},
+                                                     {"Elu", Unary::Elu},
+                                                     {"Clip", Unary::Clip}};
+  auto it = table.find(op);
+  return it == table.end() ? std::nullopt : std::optional<Unary>(it->second);
+}
+
+std::optional<Binary> binary_of(const std::string& op) {
+  static const std::map<std::string, Binary> table = {
+      {"Add", Binary::Add}, {"Sub", Binary::Sub}, {"Mul", Binary::Mul}, {"Div", Binary::Div},
+      {"Pow", Binary::Pow}, {"Max", Binary::Max}, {"Min", Binary::Min}, {"PRelu", Binary::PRelu}};
+  auto it = table.find(op);
+  return it == table.end() ? std::nullopt : std::optional<Binary>(it->second);
+}
+
+std::optional<Reduce> reduce_of(const std::string& op) {
+  if (op == "ReduceSum") return Reduce::Sum;
+  if (op == "ReduceMean") return Reduce::Mean;
+  if (op == "ReduceMax") return Reduce::Max;
+  if (op == "ReduceMin") return Reduce::Min;
+  return std::nullopt;
+}
+
+bool is_data_move(const std::string& op) {
+  return op == "Transpose" || op == "Reshape" || op == "Slice" || op == "Expand" ||
+         op == "Identity" || op == "Gather";
+}
+
+inline float apply_unary(Unary u, float x, float a, float b) {
+  switch (u) {
+    case Unary::Relu:
+      return x < 0.0f ? 0.0f : x;
+    case Unary::Sigmoid:
+      return x >= 0.0f ? 1.0f / (1.0f + std::exp(-x)) : std::exp(x) / (1.0f + std::exp(x));
+    case Unary::Tanh:
+      return std::tanh(x);
+    case Unary::Exp:
+      return std::exp(x);
+    case Unary::Log:
+      return std::log(x);
+    case Unary::Sqrt:
+      return std::sqrt(x);
+    case Unary::Reciprocal:
+      return 1.0f / x;
+    case Unary::Neg:
+      return -x;
+    case Unary::Abs:
+      return std::fabs(x);
+    case Unary::Erf:
+      return std::erf(x);
+    case Unary::Softplus:
+      return std::max(x, 0.0f) + std::log1p(std::exp(-std::fabs(x)));
+    case Unary::Floor:
+      return std::floor(x);
+    case Unary::Ceil:
+      return std::ceil(x);
+    case Unary::Sin:
+      return std::sin(x);
+    case Unary::Cos:
+      return std::cos(x);
+    case Unary::LeakyRelu:
+      return x < 0.0f ? a * x : x;
+    case Unary::Elu:
+      return x < 0.0f ? a * std::expm1(x) : x;
+    case Unary::Clip:
+      return x < a ? a : (x > b ? b : x);  // NaN passes through
+  }
+  return x;
+}
+
+inline float apply_binary(Binary op, float x, float y) {
+  switch (op) {
+    case Binary::Add:
+      return x + y;
+    case Binary::Sub:
+      return x - y;
+    case Binary::Mul:
+      return x * y;
+    case Binary::Div:
+      return x / y;
+    case Binary::Pow:
+      return y == 2.0f ? x * x : (y == 0.5f ? std::sqrt(x) : std::pow(x, y));
+    case Binary::Max:
+      return std::isnan(x) || std::isnan(y) ? std::numeric_limits<float>::quiet_NaN()
+                                            : std::max(x, y);
+    case Binary::Min:
+      return std::isnan(x) || std::isnan(y) ? std::numeric_limits<float>::quiet_NaN()
+                                            : std::min(x, y);
+    case Binary::PRelu:
+      return x < 0.0f ? y * x : x;
+  }
+  return x;
+}
+
+// Where a loaded or stored element lives relative to its tensor's start, for element
+// (r, c) of the loop: row_off[r] + col_off[c] when the map is separable, else table[r*C+c].
+struct OffsetMap {
+  std::vector<std::int64_t> row_off, col_off, table;
+  bool contiguous_cols = false;  // col_off[c] == c: a row is one contiguous run
+  bool constant_cols = false;    // col_off[c] == 0: one value per row
+
+  static OffsetMap build(const std::vector<std::int64_t>& flat, std::int64_t rows,
+                         std::int64_t cols) {
+    OffsetMap m;
+    m.row_off.resize(static_cast<std::size_t>(rows));
+    m.col_off.resize(static_cast<std::size_t>(cols));
+    for (std::int64_t r = 0; r < rows; ++r) m.row_off[r] = flat[r * cols];
+    for (std::int64_t c = 0; c < cols; ++c) m.col_off[c] = flat[c] - flat[0];
+    bool separable = true;
+    for (std::int64_t r = 0; r < rows && separable; ++r) {
+      for (std::int64_t c = 0; c < cols; ++c) {
+        if (flat[r * cols + c] != m.row_off[r] + m.col_off[c]) {
+          separable = false;
+          break;
+        }
+      }
+    }
+    if (!separable) {
+      m.row_off.clear();
+      m.col_off.clear();
+      m.table = flat;
+      return m;
+    }
+    m.contiguous_cols = m.constant_cols = true;
+    for (std::int64_t c = 0; c < cols; ++c) {
+      m.contiguous_cols = m.contiguous_cols && m.col_off[c] == c;
+      m.constant_cols = m.constant_cols && m.col_off[c] == 0;
+    }
+    return m;
+  }
+  std::int64_t at(std::int64_t r, std::int64_t c, std::int64_t cols) const {
+    return table.empty() ? row_off[r] + col_off[c] : table[r * cols + c];
+  }
+  std::int64_t bytes() const {
+    return static_cast<std::int64_t>((row_off.size() + col_off.size() + table.size()) * 8);
+  }
+};
+
+// An operand of an instruction: a full row buffer, a per-row scalar, or a constant.
+struct Operand {
+  enum class Kind { Full, Row, Imm } kind = Kind::Imm;
+  int id = 0;
+  float imm = 0;
+};
+
+struct Instr {
+  enum class Kind { Load, LoadRow, Unary, Binary, Where, Reduce, Store, StoreRow } kind;
+  int read = -1;  // Load*: index into reads; Store*: index into writes
+  int map = -1;   // Load*/Store*: index into maps
+  bool bool_src = false;
+  Unary unary{};
+  Binary binary{};
+  Reduce reduce{};
+  float a = 0, b = 0;  // unary parameters
+  Operand x, y, z;     // inputs
+  Operand out;
+};
+
+// Numpy broadcast of an index tensor (int64) of shape `from` to shape `to`, flattened.
+std::vector<std::int64_t> broadcast_flat(const std::vector<std::int64_t>& index, const Shape& from,
+                                         const Shape& to) {
+  std::vector<std::int64_t> out(static_cast<std::size_t>(shape_numel(to)));
+  elementwise_util::for_each_broadcast<1>(
+      to, {&from}, [&](std::int64_t i, const std::array<std::int64_t, 1>& off) {
+        out[static_cast<std::size_t>(i)] = index[static_cast<std::size_t>(off[0])];
+      });
+  return out;
+}
+
+std::vector<std::int64_t> iota(std::int64_t n) {
+  std::vector<std::int64_t> v(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = i;
+  return v;
+}
+
+}  // namespace
+
+struct FusedLoop::Impl {
+  std::vector<std::string> reads, writes;
+  std::vector<OffsetMap> maps;
+  std::vector<Instr> program;
+  std::int64_t rows = 0, cols = 0;
+  int full_buffers = 0, row_slots = 0;
+  int threads = 1;
+  std::vector<float> buffers;     // threads x full_buffers x cols
+  std::vector<float> row_values;  // threads x row_slots
+
+  void run_rows(std::int64_t begin, std::int64_t end, int thread,
+                std::span<const std::byte* const> in, std::span<std::byte* const> out);
+};
+
+namespace {
+
+// What a tensor of the run is while compiling.
+struct Value {
+  enum class Kind { Leaf, Computed, Scattered } kind = Kind::Leaf;
+  Shape shape;
+  // Leaf: element offsets into `root` (shape `shape`). Scattered: flat indices of the
+  // computed full value each element takes.
+  std::string root;
+  std::vector<std::int64_t> index;
+  // Computed: the operand holding it.
+  Operand operand;
+};
+
+class Compiler {
+ public:
+  Compiler(const Graph& g, const std::vector<std::size_t>& nodes,
+           const std::set<std::string>& needed)
+      : g_(g), nodes_(nodes), needed_(needed) {}
+
+  std::unique_ptr<FusedLoop::Impl> compile() {
+    for (std::size_t idx : nodes_) {
+      for (const auto& o : g_.nodes[idx].outputs) produced_.insert(o);
+    }
+    plan_domain();
+    for (std::size_t idx : nodes_) emit(g_.nodes[idx]);
+    for (const auto& t : needed_) store(t);
+    impl_->rows = rows_;
+    impl_->cols = cols_;
+    impl_->full_buffers = full_;
+    impl_->row_slots = row_slots_;
+    impl_->threads = std::max(1, omp_get_max_threads());
+    impl_->buffers.assign(static_cast<std::size_t>(impl_->threads * full_ * cols_), 0.0f);
+    impl_->row_values.assign(static_cast<std::size_t>(impl_->threads * row_slots_), 0.0f);
+    return std::move(impl_);
+  }
+
+ private:
+  // Chooses rows x cols from the run's reductions (they must agree), or from the first
+  // computed value's trailing dims when it has none.
+  void plan_domain() {
+    std::optional<std::int64_t> cols;
+    std::int64_t full = 0;
+    Shape anchor{0};  // numel 0 until a computed value is seen
+    for (std::size_t idx : nodes_) {
+      const Node& n = g_.nodes[idx];
+      const TensorInfo& out = g_.tensor(n.outputs[0]);
+      if (out.dtype != DType::F32 && n.op_type != "Where") {
+        if (!is_data_move(n.op_type)) refuse("{} produces {}", n.describe(), dtype_name(out.dtype));
+      }
+      if (!reduce_of(n.op_type)) {
+        if (!is_data_move(n.op_type) && shape_numel(out.shape) > shape_numel(anchor)) {
+          anchor = out.shape;
+        }
+        continue;
+      }
+      const Shape& in = g_.tensor(n.inputs[0]).shape;
+      const Tensor* axes = n.has_input(1) ? constant(n.inputs[1], n) : nullptr;
+      const auto ra =
+          reduction_util::resolve_reduction_axes(n, axes, static_cast<std::int64_t>(in.size()));
+      if (ra.noop) refuse("{} reduces nothing", n.describe());
+      std::int64_t c = 1;
+      bool in_suffix = false;
+      for (std::size_t d = 0; d < in.size(); ++d) {
+        if (in[d] == 1) continue;
+        if (ra.reduced[d]) {
+          in_suffix = true;
+          c *= in[d];
+        } else if (in_suffix) {
+          refuse("{} reduces axes that are not trailing", n.describe());
+        }
+      }
+      if (cols && *cols != c)
+        refuse("{} reduces {} elements per row, another {}", n.describe(), c, *cols);
+      if (full && full != shape_numel(in))
+        refuse("{} reduces a tensor of another size", n.describe());
+      cols = c;
+      full = shape_numel(in);
+    }
+    if (!cols) {
+      if (shape_numel(anchor) == 0) {
+        // Only data movement: the domain is the first tensor the run hands out.
+        for (const auto& t : needed_) {
+          anchor = g_.tensor(t).shape;
+          break;
+        }
+      }
+      full = shape_numel(anchor);
+      std::int64_t c = 1;
+      for (std::size_t d = anchor.size(); d-- > 0 && c < 64;) c *= anchor[d];
+      cols = std::max<std::int64_t>(c, 1);
+    }
+    if (full == 0) refuse("the run has no elements");
+    cols_ = *cols;
+    full_size_ = full;
+    rows_ = full / cols_;
+  }
+
+  const Tensor* constant(const std::string& t, const Node& n) {
+    if (!g_.is_constant(t)) refuse("{}: input '{}' is not a constant", n.describe(), t);
+    return g_.tensor(t).data.get();
+  }
+
+  Value& value(const std::string& t) {
+    auto it = values_.find(t);
+    if (it != values_.end()) return it->second;
+    if (produced_.count(t)) refuse("tensor '{}' is used before the run computes it", t);
+    // A tensor the run reads: a leaf whose element offsets are its own flat indices.
+    const TensorInfo& info = g_.tensor(t);
+    Value v;
+    v.kind = Value::Kind::Leaf;
+    v.shape = info.shape;
+    v.root = t;
+    v.index = iota(shape_numel(info.shape));
+    return values_.emplace(t, std::move(v)).first->second;
+  }
+
+  int read_slot(const std::string& t) {
+    auto it = std::find(impl_->reads.begin(), impl_->reads.end(), t);
+    if (it != impl_->reads.end()) return static_cast<int>(it - impl_->reads.begin());
+    impl_->reads.push_back(t);
+    return static_cast<int>(impl_->reads.size()) - 1;
+  }
+
+  int add_map(OffsetMap m) {
+    impl_->maps.push_back(std::move(m));
+    return static_cast<int>(impl_->maps.size()) - 1;
+  }
+
+  Operand new_full() { return Operand{Operand::Kind::Full, full_++, 0}; }
+  Operand new_row() { return Operand{Operand::Kind::Row, row_slots_++, 0}; }
+
+  // The operand for `t` seen as an input of an op whose output has shape `to`.
+  Operand operand(const std::string& t, const Shape& to, const Node& n) {
+    Value& v = value(t);
+    const std::int64_t to_numel = shape_numel(to);
+    const bool to_full = to_numel == full_size_;
+    if (!to_full && to_numel != rows_)
+      refuse("{}: output size fits neither rows nor elements", n.describe());
+    if (v.kind == Value::Kind::Scattered)
+      refuse("{}: reads a transposed computed value", n.describe());
+    if (v.kind == Value::Kind::Computed) {
+      // Its flat order must line up with the output's under broadcasting: a full value
+      // element for element, a row value (possibly spread over full shape) row for row.
+      const std::vector<std::int64_t> flat =
+          broadcast_flat(iota(shape_numel(v.shape)), v.shape, to);
+      const bool src_full = v.operand.kind == Operand::Kind::Full;
+      const bool spread = shape_numel(v.shape) == full_size_;
+      if (src_full && !to_full) refuse("{}: full input for a row output", n.describe());
+      for (std::int64_t i = 0; i < to_numel; ++i) {
+        const std::int64_t k = flat[static_cast<std::size_t>(i)];
+        const bool ok = src_full ? k == i : (spread ? k / cols_ : k) == (to_full ? i / cols_ : i);
+        if (!ok) refuse("{}: input '{}' broadcasts across rows", n.describe(), t);
+      }
+      return v.operand;
+    }
+    const TensorInfo& root = g_.tensor(v.root);
+    if (root.dtype != DType::F32 && !(root.dtype == DType::Bool && n.op_type == "Where")) {
+      refuse("{}: reads {} tensor '{}'", n.describe(), dtype_name(root.dtype), v.root);
+    }
+    if (g_.is_constant(v.root) && root.dtype == DType::F32 && shape_numel(root.shape) == 1) {
+      return Operand{Operand::Kind::Imm, 0, root.data->data<float>()[0]};
+    }
+    const std::string key =
+        fmt::format("{}|{}|{}", t, shape_to_string(to), root.dtype == DType::Bool);
+    if (auto it = loaded_.find(key); it != loaded_.end()) return it->second;
+    const std::vector<std::int64_t> flat = broadcast_flat(v.index, v.shape, to);
+    Instr ins;
+    ins.read = read_slot(v.root);
+    ins.bool_src = root.dtype == DType::Bool;
+    if (to_full) {
+      ins.kind = Instr::Kind::Load;
+      ins.map = add_map(OffsetMap::build(flat, rows_, cols_));
+      ins.out = impl_->maps[ins.map].constant_cols && !ins.bool_src ? new_row() : new_full();
+      if (ins.out.kind == Operand::Kind::Row) ins.kind = Instr::Kind::LoadRow;
+    } else {
+      ins.kind = Instr::Kind::LoadRow;
+      ins.map = add_map(OffsetMap::build(flat, rows_, 1));
+      ins.out = new_row();
+    }
+    impl_->program.push_back(ins);
+    loaded_[key] = ins.out;
+    return ins.out;
+  }
+
+  void set_computed(const std::string& t, Operand op) {
+    Value v;
+    v.kind = Value::Kind::Computed;
+    v.shape = g_.tensor(t).shape;
+    v.operand = op;
+    values_[t] = std::move(v);
+  }
+
+  void emit(const Node& n) {
+    const std::string& y = n.outputs[0];
+    const Shape& ys = g_.tensor(y).shape;
+    if (is_data_move(n.op_type)) {
+      emit_data_move(n);
+      return;
+    }
+    Instr ins;
+    if (auto u = unary_of(n.op_type)) {
+      ins.kind = Instr::Kind::Unary;
+      ins.unary = *u;
+      ins.x = operand(n.inputs[0], ys, n);
+      if (*u == Unary::LeakyRelu) ins.a = n.attr_float("alpha", 0.01f);
+      if (*u == Unary::Elu) ins.a = n.attr_float("alpha", 1.0f);
+      if (*u == Unary::Clip) {
+        ins.a = -std::numeric_limits<float>::infinity();
+        ins.b = std::numeric_limits<float>::infinity();
+        if (n.has_input(1)) ins.a = static_cast<float>(constant(n.inputs[1], n)->get_as_double(0));
+        if (n.has_input(2)) ins.b = static_cast<float>(constant(n.inputs[2], n)->get_as_double(0));
+      }
+    } else if (auto b = binary_of(n.op_type)) {
+      ins.kind = Instr::Kind::Binary;
+      ins.binary = *b;
+      ins.x = operand(n.inputs[0], ys, n);
+      ins.y = operand(n.inputs[1], ys, n);
+    } else if (n.op_type == "Where") {
+      if (g_.tensor(y).dtype != DType::F32) refuse("{}: non-float Where", n.describe());
+      ins.kind = Instr::Kind::Where;
+      ins.x = operand(n.inputs[0], ys, n);
+      ins.y = operand(n.inputs[1], ys, n);
+      ins.z = operand(n.inputs[2], ys, n);
+    } else if (auto r = reduce_of(n.op_type)) {
+      ins.kind = Instr::Kind::Reduce;
+      ins.reduce = *r;
+      const Shape& xs = g_.tensor(n.inputs[0]).shape;
+      ins.x = operand(n.inputs[0], xs, n);
+      if (ins.x.kind != Operand::Kind::Full) refuse("{}: reduces a broadcast value", n.describe());
+      ins.out = new_row();
+      impl_->program.push_back(ins);
+      set_computed(y, ins.out);
+      return;
+    } else {
+      refuse("{}: op {} has no fused form", n.describe(), n.op_type);
+    }
+    const bool full = shape_numel(ys) == full_size_;
+    auto is_full = [](const Operand& o) { return o.kind == Operand::Kind::Full; };
+    const bool any_full = is_full(ins.x) || is_full(ins.y) || is_full(ins.z);
+    if (full && !any_full && shape_numel(ys) != rows_) {
+      refuse("{}: broadcasts to a full value from row values only", n.describe());
+    }
+    // Row-valued inputs broadcast into a full output still give one value per row when
+    // no input is full; the result is then a row value.
+    ins.out = any_full ? new_full() : new_row();
+    impl_->program.push_back(ins);
+    set_computed(y, ins.out);
+  }
+
+  void emit_data_move(const Node& n) {
+    const std::string& y = n.outputs[0];
+    Value& src = value(n.inputs[0]);
+    if (src.kind == Value::Kind::Computed && (n.op_type == "Reshape" || n.op_type == "Identity")) {
+      set_computed(y, src.operand);  // same flat order, nothing to do
+      return;
+    }
+    // Run the op's reference kernel on the index tensor: the result says, per output
+    // element, which element of the source it copies.
+    std::vector<const Tensor*> ins(n.inputs.size(), nullptr);
+    Tensor index = Tensor::from_vector<std::int64_t>(
+        src.shape, src.kind == Value::Kind::Computed ? iota(shape_numel(src.shape)) : src.index);
+    ins[0] = &index;
+    for (std::size_t i = 1; i < n.inputs.size(); ++i) {
+      if (n.inputs[i].empty()) continue;
+      ins[i] = constant(n.inputs[i], n);
+    }
+    const TensorInfo& info = g_.tensor(y);
+    std::vector<Tensor> outs;
+    outs.emplace_back(DType::I64, info.shape);
+    ReferenceKernel kernel = find_reference_kernel(n.op_type);
+    if (!kernel) refuse("{}: no kernel", n.describe());
+    kernel(n, ins, outs);
+    Value v;
+    v.shape = info.shape;
+    v.index.assign(outs[0].data<std::int64_t>(), outs[0].data<std::int64_t>() + outs[0].numel());
+    if (src.kind == Value::Kind::Leaf) {
+      v.kind = Value::Kind::Leaf;
+      v.root = src.root;
+    } else {
+      if (src.kind == Value::Kind::Computed && src.operand.kind != Operand::Kind::Full) {
+        refuse("{}: moves a row value", n.describe());
+      }
+      v.kind = Value::Kind::Scattered;
+      v.operand = src.operand;
+      scatter_source_[y] =
+          src.kind == Value::Kind::Computed ? src.operand : scatter_source_.at(n.inputs[0]);
+    }
+    values_[y] = std::move(v);
+  }
+
+  void store(const std::string& t) {
+    Value& v = value(t);
+    const std::int64_t numel = shape_numel(v.shape);
+    Instr ins;
+    impl_->writes.push_back(t);
+    ins.read = static_cast<int>(impl_->writes.size()) - 1;
+    if (v.kind == Value::Kind::Leaf) {
+      // Data movement handed out as is: load it in its own shape, store it contiguously.
+      ins.x = operand(t, v.shape, g_.nodes[nodes_.back()]);
+      if (ins.x.kind == Operand::Kind::Imm) refuse("'{}' is a constant", t);
+      const bool full = numel == full_size_;
+      ins.kind = full ? Instr::Kind::Store : Instr::Kind::StoreRow;
+      ins.map = add_map(OffsetMap::build(iota(numel), rows_, full ? cols_ : 1));
+    } else if (v.kind == Value::Kind::Computed) {
+      ins.x = v.operand;
+      if (v.operand.kind == Operand::Kind::Imm) refuse("'{}' is a constant", t);
+      const bool full = numel == full_size_;  // a row value may be spread over full shape
+      ins.kind = full ? Instr::Kind::Store : Instr::Kind::StoreRow;
+      ins.map = add_map(OffsetMap::build(iota(numel), rows_, full ? cols_ : 1));
+    } else {
+      // Scattered: invert "output element j takes computed element index[j]".
+      if (numel != full_size_) refuse("'{}' is a partial copy of a computed value", t);
+      std::vector<std::int64_t> where(static_cast<std::size_t>(numel), -1);
+      for (std::int64_t j = 0; j < numel; ++j) {
+        std::int64_t& w = where[static_cast<std::size_t>(v.index[static_cast<std::size_t>(j)])];
+        if (w != -1) refuse("'{}' repeats elements of a computed value", t);
+        w = j;
+      }
+      ins.x = scatter_source_.at(t);
+      ins.kind = Instr::Kind::Store;
+      ins.map = add_map(OffsetMap::build(where, rows_, cols_));
+    }
+    if (g_.tensor(t).dtype != DType::F32) refuse("'{}' is not f32", t);
+    impl_->program.push_back(ins);
+  }
+
+  const Graph& g_;
+  const std::vector<std::size_t>& nodes_;
+  const std::set<std::string>& needed_;
+  std::set<std::string> produced_;
+  std::unordered_map<std::string, Value> values_;
+  std::unordered_map<std::string, Operand> scatter_source_;
+  std::unordered_map<std::string, Operand> loaded_;
+  std::unique_ptr<FusedLoop::Impl> impl_ = std::make_unique<FusedLoop::Impl>();
+  std::int64_t rows_ = 0, cols_ = 0, full_size_ = 0;
+  int full_ = 0, row_slots_ = 0;
+};
+
+}  // namespace
+
+void FusedLoop::Impl::run_rows(std::int64_t begin, std::int64_t end, int thread,
+                               std::span<const std::byte* const> in,
+                               std::span<std::byte* const> out) {
+  const std::int64_t C = cols;
+  float* own = buffers.data() + static_cast<std::size_t>(thread) * full_buffers * C;
+  float* rowv = row_values.data() + static_cast<std::size_t>(thread) * row_slots;
+  // Per full operand: where its row currently is (its own buffer, or the source row).
+  const float* full_ptr[64];
+  for (std::int64_t r = begin; r < end; ++r) {
+    for (const Instr& ins : program) {
+      auto buf = [&](const Operand& o) { return own + static_cast<std::size_t>(o.id) * C; };
+      switch (ins.kind) {
+        case Instr::Kind::Load: {
+          const OffsetMap& m = maps[ins.map];
+          float* dst = buf(ins.out);
+          if (ins.bool_src) {
+            const auto* src = reinterpret_cast<const bool*>(in[ins.read]);
+            for (std::int64_t c = 0; c < C; ++c) dst[c] = src[m.at(r, c, C)] ? 1.0f : 0.0f;
+            full_ptr[ins.out.id] = dst;
+            break;
+          }
+          const auto* src = reinterpret_cast<const float*>(in[ins.read]);
+          if (m.contiguous_cols) {
+            full_ptr[ins.out.id] = src + m.row_off[r];
+          } else if (m.table.empty()) {
+            const float* base = src + m.row_off[r];
+            const std::int64_t* co = m.col_off.data();
+            for (std::int64_t c = 0; c < C; ++c) dst[c] = base[co[c]];
+            full_ptr[ins.out.id] = dst;
+          } else {
+            const std::int64_t* t = m.table.data() + r * C;
+            for (std::int64_t c = 0; c < C; ++c) dst[c] = src[t[c]];
+            full_ptr[ins.out.id] = dst;
+          }
+          break;
+        }
+        case Instr::Kind::LoadRow: {
+          const OffsetMap& m = maps[ins.map];
+          const std::int64_t off = m.table.empty() ? m.row_off[r] : m.table[r];
+          if (ins.bool_src) {
+            rowv[ins.out.id] = reinterpret_cast<const bool*>(in[ins.read])[off] ? 1.0f : 0.0f;
+          } else {
+            rowv[ins.out.id] = reinterpret_cast<const float*>(in[ins.read])[off];
+          }
+          break;
+        }
+        case Instr::Kind::Unary: {
+          if (ins.out.kind == Operand::Kind::Row) {
+            const float x = ins.x.kind == Operand::Kind::Row ? rowv[ins.x.id] : ins.x.imm;
+            rowv[ins.out.id] = apply_unary(ins.unary, x, ins.a, ins.b);
+            break;
+          }
+          const float* x = full_ptr[ins.x.id];
+          float* y = buf(ins.out);
+          const Unary u = ins.unary;
+          const float a = ins.a, b = ins.b;
+          switch (u) {  // the common ones as plain loops the compiler vectorises
+            case Unary::Relu:
+              for (std::int64_t c = 0; c < C; ++c) y[c] = x[c] < 0.0f ? 0.0f : x[c];
+              break;
+            case Unary::Clip:
+              for (std::int64_t c = 0; c < C; ++c) y[c] = x[c] < a ? a : (x[c] > b ? b : x[c]);
+              break;
+            default:
+              for (std::int64_t c = 0; c < C; ++c) y[c] = apply_unary(u, x[c], a, b);
+          }
+          full_ptr[ins.out.id] = y;
+          break;
+        }
+        case Instr::Kind::Binary: {
+          auto scalar = [&](const Operand& o) {
+            return o.kind == Operand::Kind::Row ? rowv[o.id] : o.imm;
+          };
+          if (ins.out.kind == Operand::Kind::Row) {
+            rowv[ins.out.id] = apply_binary(ins.binary, scalar(ins.x), scalar(ins.y));
+            break;
+          }
+          float* y = buf(ins.out);
+          const bool fx = ins.x.kind == Operand::Kind::Full;
+          const bool fy = ins.y.kind == Operand::Kind::Full;
+          const float* xp = fx ? full_ptr[ins.x.id] : nullptr;
+          const float* yp = fy ? full_ptr[ins.y.id] : nullptr;
+          const float xs = fx ? 0.0f : scalar(ins.x);
+          const float ys = fy ? 0.0f : scalar(ins.y);
+          auto loop = [&](auto f) {
+            if (fx && fy) {
+              for (std::int64_t c = 0; c < C; ++c) y[c] = f(xp[c], yp[c]);
+            } else if (fx) {
+              for (std::int64_t c = 0; c < C; ++c) y[c] = f(xp[c], ys);
+            } else {
+              for (std::int64_t c = 0; c < C; ++c) y[c] = f(xs, yp[c]);
+            }
+          };
+          switch (ins.binary) {
+            case Binary::Add:
+              loop([](float p, float q) { return p + q; });
+              break;
+            case Binary::Sub:
+              loop([](float p, float q) { return p - q; });
+              break;
+            case Binary::Mul:
+              loop([](float p, float q) { return p * q; });
+              break;
+            case Binary::Div:
+              loop([](float p, float q) { return p / q; });
+              break;
+            default: {
+              const Binary op = ins.binary;
+              loop([op](float p, float q) { return apply_binary(op, p, q); });
+            }
+          }
+          full_ptr[ins.out.id] = y;
+          break;
+        }
+        case Instr::Kind::Where: {
+          auto at = [&](const Operand& o, std::int64_t c) {
+            if (o.kind == Operand::Kind::Full) return full_ptr[o.id][c];
+            return o.kind == Operand::Kind::Row ? rowv[o.id] : o.imm;
+          };
+          if (ins.out.kind == Operand::Kind::Row) {
+            rowv[ins.out.id] = at(ins.x, 0) != 0.0f ? at(ins.y, 0) : at(ins.z, 0);
+            break;
+          }
+          float* y = buf(ins.out);
+          for (std::int64_t c = 0; c < C; ++c)
+            y[c] = at(ins.x, c) != 0.0f ? at(ins.y, c) : at(ins.z, c);
+          full_ptr[ins.out.id] = y;
+          break;
+        }
+        case Instr::Kind::Reduce: {
+          const float* x = full_ptr[ins.x.id];
+          float v = 0;
+          if (ins.reduce == Reduce::Sum || ins.reduce == Reduce::Mean) {
+            double s = 0;
+            for (std::int64_t c = 0; c < C; ++c) s += x[c];
+            v = static_cast<float>(ins.reduce == Reduce::Mean ? s / static_cast<double>(C) : s);
+          } else {
+            v = x[0];
+            const bool is_max = ins.reduce == Reduce::Max;
+            for (std::int64_t c = 1; c < C; ++c) {
+              if (std::isnan(x[c]) || std::isnan(v)) {
+                v = std::numeric_limits<float>::quiet_NaN();
+                break;
+              }
+              v = is_max ? std::max(v, x[c]) : std::min(v, x[c]);
+            }
+          }
+          rowv[ins.out.id] = v;
+          break;
+        }
+        case Instr::Kind::Store: {
+          const OffsetMap& m = maps[ins.map];
+          auto* dst = reinterpret_cast<float*>(out[ins.read]);
+          if (ins.x.kind == Operand::Kind::Row) {  // a row value spread over its row
+            for (std::int64_t c = 0; c < C; ++c) dst[m.at(r, c, C)] = rowv[ins.x.id];
+            break;
+          }
+          const float* x = full_ptr[ins.x.id];
+          if (m.contiguous_cols) {
+            std::memcpy(dst + m.row_off[r], x, static_cast<std::size_t>(C) * sizeof(float));
+          } else {
+            for (std::int64_t c = 0; c < C; ++c) dst[m.at(r, c, C)] = x[c];
+          }
+          break;
+        }
+        case Instr::Kind::StoreRow: {
+          const OffsetMap& m = maps[ins.map];
+          const float x = ins.x.kind == Operand::Kind::Row ? rowv[ins.x.id] : ins.x.imm;
+          reinterpret_cast<float*>(out[ins.read])[m.table.empty() ? m.row_off[r] : m.table[r]] = x;
+          break;
+        }
+      }
+    }
+  }
+}
+
+std::unique_ptr<FusedLoop> FusedLoop::compile(const Graph& graph,
+                                              const std::vector<std::size_t>& nodes,
+                                              const std::set<std::string>& needed,
+                                              std::string* why) {
+  try {
+    auto impl = Compiler(graph, nodes, needed).compile();
+    if (impl->full_buffers > 64) refuse("more than 64 full values");
+    return std::unique_ptr<FusedLoop>(new FusedLoop(std::move(impl)));
+  } catch (const NotFusable& e) {
+    if (why) *why = e.why;
+    return nullptr;
+  }
+}
+
+FusedLoop::FusedLoop(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+FusedLoop::~FusedLoop() = default;
+
+const std::vector<std::string>& FusedLoop::reads() const {
+  return impl_->reads;
+}
+const std::vector<std::string>& FusedLoop::writes() const {
+  return impl_->writes;
+}
+std::int64_t FusedLoop::rows() const {
+  return impl_->rows;
+}
+std::int64_t FusedLoop::cols() const {
+  return impl_->cols;
+}
+
+std::int64_t FusedLoop::scratch_bytes() const {
+  std::int64_t bytes =
+      static_cast<std::int64_t>((impl_->buffers.size() + impl_->row_values.size()) * 4);
+  for (const auto& m : impl_->maps) bytes += m.bytes();
+  return bytes;
+}
+
+void FusedLoop::run(std::span<const std::byte* const> reads, std::span<std::byte* const> writes) {
+  Impl& impl = *impl_;
+  const std::int64_t rows = impl.rows;
+  const int threads = static_cast<int>(std::min<std::int64_t>(impl.threads, rows));
+  if (threads <= 1 || rows * impl.cols < 4096) {
+    impl.run_rows(0, rows, 0, reads, writes);
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num();
+    const int n = omp_get_num_threads();
+    const std::int64_t begin = rows * t / n, end = rows * (t + 1) / n;
+    impl.run_rows(begin, end, t, reads, writes);
+  }
+}
+
+}  // namespace orchid

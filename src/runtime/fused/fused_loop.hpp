@@ -1,0 +1,55 @@
+// A fused loop: a run of memory-bound primitives of one kernel — elementwise maps,
+// reductions over trailing axes, and layout ops that only move data — executed as one
+// pass over the data, row by row, on all cores.
+//
+// The run's values live in a rows x cols space: a reduction over trailing axes turns a
+// full value (rows x cols) into a row value (one number per row), which later ops
+// broadcast back. Each row is computed in small per-thread buffers (cols floats per
+// value), so intermediates never round-trip through a full-size tensor in memory.
+// Layout ops cost nothing at run time: a chain of Transpose / Reshape / Slice / Expand /
+// Gather on a tensor the run reads becomes an index map, computed once when the loop is
+// compiled by running those ops' reference kernels on a tensor of element offsets, and
+// kept as row + column offset tables (or one full table when the map is not separable).
+// A Transpose / Reshape on a computed value that leaves the run becomes a scattered store.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ir/graph.hpp"
+
+namespace orchid {
+
+class FusedLoop {
+ public:
+  // Compiles `nodes` (topological order) of `graph`; `needed` are the tensors produced by
+  // the run that something outside it reads. Returns nullptr and sets `why` when the run
+  // is outside what a fused loop expresses.
+  static std::unique_ptr<FusedLoop> compile(const Graph& graph,
+                                            const std::vector<std::size_t>& nodes,
+                                            const std::set<std::string>& needed, std::string* why);
+  ~FusedLoop();
+
+  // The tensors the loop reads and writes; run() takes their addresses in this order.
+  const std::vector<std::string>& reads() const;
+  const std::vector<std::string>& writes() const;
+  void run(std::span<const std::byte* const> reads, std::span<std::byte* const> writes);
+
+  std::int64_t rows() const;
+  std::int64_t cols() const;
+  // Bytes of per-thread row buffers and index tables held by the loop.
+  std::int64_t scratch_bytes() const;
+
+  struct Impl;  // public so the compiler in the .cpp can build one
+
+ private:
+  explicit FusedLoop(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace orchid

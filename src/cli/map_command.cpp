@@ -5,6 +5,7 @@
 #include "cli/commands.hpp"
 #include "mapping/baselines.hpp"
 #include "mapping/genetic_search.hpp"
+#include "mapping/orchestrated_cost.hpp"
 #include "mapping/plan_json.hpp"
 #include "mapping/report/gantt_svg.hpp"
 #include "mapping/system.hpp"
@@ -27,6 +28,7 @@ struct MapOptions {
   int threads = 0;
   double time_limit = 25;
   bool quiet = false;
+  bool gpu_roofline = false;
 };
 
 std::string reduction(double base, double ours) {
@@ -37,7 +39,12 @@ void map(const MapOptions& o) {
   using namespace orchid::mapping;
   const System sys = load_system(o.system);
   const Workload w = load_workload(o.workload, o.batch);
-  const Evaluator ev(w, sys);
+  // GPUs are priced by the kernel orchestrator's optimal plan per layer subgraph.
+  const OrchestratedCostProvider orchestrated;
+  const bool orchestrate_gpus = !sys.gpu_designs.empty() && !o.gpu_roofline;
+  const Evaluator ev(w, sys,
+                     orchestrate_gpus ? static_cast<const LayerCostProvider&>(orchestrated)
+                                      : default_cost_provider());
   std::size_t kinds[kLayerKinds] = {};
   for (const Layer& l : w.layers) ++kinds[static_cast<int>(l.kind)];
   fmt::print(
@@ -47,12 +54,32 @@ void map(const MapOptions& o) {
       "system       {}  ({} FPGA + {} GPU devices, {} designs; GB/s intra {} inter {} host {})\n",
       sys.name, sys.fpga_devices, sys.gpu_designs.size(), sys.designs.size(), sys.intra_group_gbs,
       sys.inter_group_gbs, sys.host_gbs);
+  if (orchestrate_gpus) {
+    const OrchestratedCostStats st = orchestrated.stats();
+    fmt::print(
+        "gpu costing  kernel orchestrator: {} layer subgraphs orchestrated, {} memo hits, {} "
+        "roofline fallbacks, {:.2f} s\n",
+        st.layers_orchestrated, st.memo_hits, st.fallbacks, st.seconds);
+    for (const std::string& n : st.fallback_notes) fmt::print("  fallback   {}\n", n);
+  } else if (!sys.gpu_designs.empty()) {
+    fmt::print("gpu costing  roofline (--gpu-roofline)\n");
+  }
   SearchOptions so;
   so.seed = o.seed;
   so.generations = o.generations;
   so.population = o.population;
   so.threads = o.threads;
   so.time_limit_s = o.time_limit;
+  // Baselines first: their plans seed the search, so it is never worse than any of them.
+  const H2HResult h2h = h2h_baseline(ev);
+  std::vector<BaselineResult> baselines = {h2h.result, data_parallel_baseline(ev),
+                                           greedy_baseline(ev)};
+  std::vector<std::string> seed_names;
+  for (const BaselineResult& b : baselines) {
+    if (!b.available) continue;
+    so.seed_mappings.push_back(b.mapping);
+    seed_names.push_back(b.name);
+  }
   ProgressFn progress;
   if (!o.quiet) progress = [](const std::string& line) { fmt::print("  {}\n", line); };
   const SearchResult r = genetic_search(ev, so, progress);
@@ -79,9 +106,6 @@ void map(const MapOptions& o) {
     a = b + 1;
   }
   if (!s.feasible) fmt::print("warning      plan infeasible: {}\n", s.problem);
-  const H2HResult h2h = h2h_baseline(ev);
-  std::vector<BaselineResult> baselines = {h2h.result, data_parallel_baseline(ev),
-                                           greedy_baseline(ev)};
   fmt::print("latency      plan {:.4f} ms\n", s.makespan * 1e3);
   for (const BaselineResult& b : baselines) {
     if (!b.available) {
@@ -92,9 +116,18 @@ void map(const MapOptions& o) {
                reduction(b.latency, s.makespan), b.note.empty() ? "" : "   (" + b.note + ")");
   }
   const double lb = ev.lower_bound();
-  fmt::print("lower bound  {:.4f} ms   gap {:.1f} %\n", lb * 1e3, (s.makespan - lb) / lb * 100);
-  fmt::print("search time  {:.2f} s   ({} generations, {} placements sharded, {} memo hits)\n",
-             r.seconds, r.generations, r.inner_runs, r.memo_hits);
+  fmt::print("lower bound  {:.4f} ms   gap {:.1f} %", lb * 1e3, (s.makespan - lb) / lb * 100);
+  if (baselines[1].available) {
+    fmt::print("   (data-parallel's gap {:.1f} %)", (baselines[1].latency - lb) / lb * 100);
+  }
+  fmt::print("\n");
+  fmt::print(
+      "search time  {:.2f} s   ({} generations, {} placements sharded, {} memo hits, {} local "
+      "moves{})\n",
+      r.seconds, r.generations, r.inner_runs, r.memo_hits, r.local_moves,
+      r.from_seed_mapping >= 0
+          ? fmt::format("; best is the {} baseline's plan", seed_names[r.from_seed_mapping])
+          : "");
   if (!o.json.empty()) {
     write_file_atomically(o.json, plan_to_json(ev, r.mapping, s, baselines, lb, r.seconds));
   }
@@ -120,6 +153,8 @@ Action add_map_command(CLI::App& app) {
   cmd->add_option("--threads", options->threads, "evaluation threads (0 = all cores)");
   cmd->add_option("--time-limit", options->time_limit, "stop the search after this many seconds");
   cmd->add_flag("--quiet", options->quiet, "no per-generation progress lines");
+  cmd->add_flag("--gpu-roofline", options->gpu_roofline,
+                "price GPU layers by the roofline instead of the kernel orchestrator");
   return [options]() { map(*options); };
 }
 

@@ -23,6 +23,9 @@ struct GpuSpec {
   double peak_fp32_gflops = 0;
   double launch_overhead_us = 0;
   double memory_gb = 16;
+  // The configs/devices/*.toml it came from ("" for a spec written inline in a system
+  // file); the orchestrator-backed layer costs load the full device model from it.
+  std::string spec_path;
 };
 
 struct Design {

@@ -52,6 +52,10 @@ Evaluator::Evaluator(const Workload& workload, const System& system,
   designs_ = static_cast<int>(system.designs.size());
   max_p_ = std::max(1, system.total_devices());
   const int layers = static_cast<int>(workload.layers.size());
+  // A GPU design only ever forms groups of at most as many devices as carry it, so its
+  // costs (orchestrated, hence not free) are tabulated only for those sizes.
+  std::vector<int> gpu_count(designs_, 0);
+  for (int d : system.gpu_designs) ++gpu_count[d];
   compute_.assign(static_cast<std::size_t>(layers) * designs_ * (max_p_ + 1) * kStrategies, -1);
   comm_.assign(static_cast<std::size_t>(layers) * (max_p_ + 1) * kStrategies, 0);
   for (int l = 0; l < layers; ++l) {
@@ -64,6 +68,7 @@ Evaluator::Evaluator(const Workload& workload, const System& system,
         comm_[(static_cast<std::size_t>(l) * (max_p_ + 1) + p) * kStrategies + s] =
             intra_layer_comm_seconds(layer, st, p, system.intra_group_gbs, bytes_per_element());
         for (int d = 0; d < designs_; ++d) {
+          if (system.designs[d].is_gpu && p > std::max(1, gpu_count[d])) continue;
           compute_[slot(l, d, p, st)] = provider.compute_seconds(shard, system.designs[d]);
         }
       }

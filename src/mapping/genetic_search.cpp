@@ -291,39 +291,106 @@ SearchResult genetic_search(const Evaluator& ev, const SearchOptions& opt,
     return out;
   };
 
+  // Which layer kinds occur, and which FPGA designs can run every one of them.
+  std::vector<std::vector<int>> by_kind(kLayerKinds);
+  for (int l = 0; l < layers; ++l) by_kind[static_cast<int>(w.layers[l].kind)].push_back(l);
+  auto runs_all = [&](int d, const std::vector<int>& ls) {
+    for (int l : ls) {
+      if (!sys.designs[pb.fpga_designs[d]].supports_kind(w.layers[l].kind)) return false;
+    }
+    return true;
+  };
+  // Units go to the group whose design does their work fastest.
+  auto place_units = [&](Outer& o) {
+    for (int u = 0; u < units; ++u) {
+      int best = 0;
+      double best_t = 1e300;
+      for (int sl = 0; sl < pb.fpga_slots; ++sl) {
+        if (o.size[sl] <= 0) continue;
+        double t = 0;
+        for (int l : pb.units[u]) t += work_of(ev, l, pb.fpga_designs[o.design[sl]]);
+        if (t < best_t) {
+          best_t = t;
+          best = sl;
+        }
+      }
+      o.unit_slot[u] = best;
+    }
+  };
   std::vector<Outer> pop;
+  auto add_seed = [&](const Outer& o) {
+    for (const Outer& q : pop) {
+      if (q.size == o.size && q.design == o.design && q.unit_slot == o.unit_slot) return;
+    }
+    pop.push_back(o);
+  };
   if (pb.fpga_slots > 0) {
-    // One group of every device, each design that runs everything.
     std::vector<int> all(layers);
     std::iota(all.begin(), all.end(), 0);
+    // Homogeneous: one group of every device, the best design first, then every other
+    // design that runs the whole workload (the data-parallel baseline's search space,
+    // so with all-batch inner seeds the GA starts from that baseline's plan).
     Outer one = blank();
     one.size[0] = sys.fpga_devices;
     one.design[0] = best_design_for(all);
-    pop.push_back(one);
-    // One group per layer kind, sized by work.
-    std::vector<std::vector<int>> by_kind(kLayerKinds);
-    for (int l = 0; l < layers; ++l) by_kind[static_cast<int>(w.layers[l].kind)].push_back(l);
-    std::vector<int> kinds;
-    for (int k = 0; k < kLayerKinds; ++k) {
-      if (!by_kind[k].empty() && k != static_cast<int>(LayerKind::Cheap)) kinds.push_back(k);
+    add_seed(one);
+    for (int d = 0; d < nd; ++d) {
+      if (!runs_all(d, all)) continue;
+      one.design[0] = d;
+      add_seed(one);
     }
-    if (kinds.size() > 1 && static_cast<int>(kinds.size()) <= pb.fpga_slots) {
+    // Heterogeneous by kind: the best design of every heavy kind, kinds that share a
+    // best design sharing its group, groups sized by their work.
+    std::vector<int> kind_design;
+    std::vector<double> design_work;
+    for (int k = 0; k < kLayerKinds; ++k) {
+      if (by_kind[k].empty() || k == static_cast<int>(LayerKind::Cheap)) continue;
+      const int d = best_design_for(by_kind[k]);
+      double t = 0;
+      for (int l : by_kind[k]) t += work_of(ev, l, pb.fpga_designs[d]);
+      const auto it = std::find(kind_design.begin(), kind_design.end(), d);
+      if (it == kind_design.end()) {
+        kind_design.push_back(d);
+        design_work.push_back(t);
+      } else {
+        design_work[it - kind_design.begin()] += t;
+      }
+    }
+    if (kind_design.size() > 1 && static_cast<int>(kind_design.size()) <= pb.fpga_slots &&
+        static_cast<int>(kind_design.size()) <= sys.fpga_devices) {
       Outer o = blank();
-      std::vector<double> wts;
-      for (std::size_t i = 0; i < kinds.size(); ++i) {
-        o.design[i] = best_design_for(by_kind[kinds[i]]);
-        double t = 0;
-        for (int l : by_kind[kinds[i]]) t += work_of(ev, l, pb.fpga_designs[o.design[i]]);
-        wts.push_back(t);
+      const auto sz = apportion(design_work, sys.fpga_devices);
+      for (std::size_t i = 0; i < kind_design.size(); ++i) {
+        o.design[i] = kind_design[i];
+        o.size[i] = sz[i];
       }
-      const auto sz = apportion(wts, sys.fpga_devices);
-      for (std::size_t i = 0; i < kinds.size(); ++i) o.size[i] = sz[i];
-      for (int u = 0; u < units; ++u) {
-        const int k = static_cast<int>(w.layers[pb.units[u][0]].kind);
-        const auto it = std::find(kinds.begin(), kinds.end(), k);
-        o.unit_slot[u] = it == kinds.end() ? 0 : static_cast<int>(it - kinds.begin());
+      place_units(o);
+      add_seed(o);
+    }
+    // Main + side: a main design and, for the layers it cannot run, the best design for
+    // those on a small side group (1 device, a quarter, half).
+    for (int d = 0; d < nd && pb.fpga_slots > 1 && sys.fpga_devices > 1; ++d) {
+      std::vector<int> missing;
+      double main_work = 0;
+      for (int l = 0; l < layers; ++l) {
+        if (sys.designs[pb.fpga_designs[d]].supports_kind(w.layers[l].kind))
+          main_work += work_of(ev, l, pb.fpga_designs[d]);
+        else
+          missing.push_back(l);
       }
-      pop.push_back(o);
+      if (missing.empty() || main_work == 0) continue;
+      const int side = best_design_for(missing);
+      if (!runs_all(side, missing)) continue;
+      for (int s : {1, sys.fpga_devices / 4, sys.fpga_devices / 2}) {
+        if (s < 1 || s >= sys.fpga_devices) continue;
+        Outer o = blank();
+        o.size[0] = sys.fpga_devices - s;
+        o.design[0] = d;
+        o.size[1] = s;
+        o.design[1] = side;
+        place_units(o);
+        add_seed(o);
+      }
     }
     // One group per modality, sized by work.
     std::map<int, std::vector<int>> by_mod;
@@ -343,7 +410,7 @@ SearchResult genetic_search(const Evaluator& ev, const SearchOptions& opt,
       const auto sz = apportion(wts, sys.fpga_devices);
       for (std::size_t j = 0; j < sz.size(); ++j) o.size[j] = sz[j];
       for (int u = 0; u < units; ++u) o.unit_slot[u] = slot_of[w.layers[pb.units[u][0]].modality];
-      pop.push_back(o);
+      add_seed(o);
     }
   } else {
     pop.push_back(blank());
@@ -411,11 +478,13 @@ SearchResult genetic_search(const Evaluator& ev, const SearchOptions& opt,
   std::vector<Mapping> maps;
   evaluate_all(pop, fit, maps);
   SearchResult result;
+  Outer best_outer = pop[0];
   auto take_best = [&]() {
     for (std::size_t i = 0; i < pop.size(); ++i) {
       if (result.mapping.groups.empty() || fit[i] < result.latency) {
         result.latency = fit[i];
         result.mapping = maps[i];
+        best_outer = pop[i];
       }
     }
   };
@@ -485,6 +554,80 @@ SearchResult genetic_search(const Evaluator& ev, const SearchOptions& opt,
     }
   }
   result.generations = gen;
+  // Steepest-descent local search around the best individual; every neighbour gets its
+  // own inner sharding search (memoised like the GA's).
+  for (int pass = 0;
+       opt.local_search && pb.fpga_slots > 0 && pass < 50 && elapsed() < opt.time_limit_s; ++pass) {
+    std::vector<Outer> moves;
+    const Outer& cur = best_outer;
+    for (int a = 0; a < pb.fpga_slots; ++a) {
+      if (cur.size[a] <= 0) continue;
+      for (int b = 0; b < pb.fpga_slots; ++b) {
+        if (b == a) continue;
+        Outer o = cur;  // one device from group a to group b (a new group if b is empty)
+        --o.size[a];
+        ++o.size[b];
+        if (cur.size[b] == 0) {
+          for (int d = 0; d < nd; ++d) {
+            o.design[b] = d;
+            moves.push_back(o);
+          }
+        } else {
+          moves.push_back(o);
+        }
+      }
+      for (int d = 0; d < nd; ++d) {
+        if (d == cur.design[a]) continue;
+        Outer o = cur;
+        o.design[a] = d;
+        moves.push_back(o);
+      }
+    }
+    for (int u = 0; u < units; ++u) {
+      for (int sl = 0; sl < slots; ++sl) {
+        if (sl == cur.unit_slot[u] || (sl < pb.fpga_slots && cur.size[sl] <= 0)) continue;
+        Outer o = cur;
+        o.unit_slot[u] = sl;
+        moves.push_back(o);
+      }
+    }
+    std::vector<double> mfit;
+    std::vector<Mapping> mmaps;
+    evaluate_all(moves, mfit, mmaps);
+    std::size_t best = moves.size();
+    for (std::size_t i = 0; i < moves.size(); ++i) {
+      if (mfit[i] < result.latency * (1 - 1e-9) && (best == moves.size() || mfit[i] < mfit[best]))
+        best = i;
+    }
+    if (best == moves.size()) break;
+    result.latency = mfit[best];
+    result.mapping = mmaps[best];
+    best_outer = moves[best];
+    ++result.local_moves;
+    if (progress) {
+      progress(fmt::format("local {:3d}  best {:.4f} ms  {} neighbours  {:.1f} s", pass + 1,
+                           result.latency * 1e3, moves.size(), elapsed()));
+    }
+  }
+  // The given complete mappings, as they are and with their sharding searched.
+  for (std::size_t i = 0; i < opt.seed_mappings.size(); ++i) {
+    const Mapping& given = opt.seed_mappings[i];
+    if (given.groups.empty() || given.group_of.size() != w.layers.size()) continue;
+    Inner in = inner_search(ev, given, opt, opt.seed ^ (0x51ed270b27e1ull + i));
+    const double as_given = ev.makespan(given);
+    Mapping m = given;
+    double t = in.latency;
+    m.strategy = in.strategy;
+    if (as_given < t) {
+      t = as_given;
+      m = given;
+    }
+    if (t < result.latency * (1 - 1e-12)) {
+      result.latency = t;
+      result.mapping = m;
+      result.from_seed_mapping = static_cast<int>(i);
+    }
+  }
   result.seconds = elapsed();
   result.inner_runs = runs.load();
   result.memo_hits = hits.load();

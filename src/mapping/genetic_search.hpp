@@ -24,6 +24,12 @@ struct SearchOptions {
   int threads = 0;  // 0 = hardware concurrency
   int max_groups = 6;
   double time_limit_s = 25;  // safety stop; reached only on very large workloads
+  // Polish the GA's best individual by first-improvement local search (move one device
+  // between groups, move one layer run to another group, change one group's design).
+  bool local_search = true;
+  // Complete mappings (e.g. the baselines' plans) the result is never worse than: each
+  // is costed as given and with greedy sharding; the best of them and the GA wins.
+  std::vector<Mapping> seed_mappings;
 };
 
 struct SearchResult {
@@ -33,6 +39,8 @@ struct SearchResult {
   double seconds = 0;
   std::size_t inner_runs = 0;  // distinct outer individuals sharded
   std::size_t memo_hits = 0;
+  int local_moves = 0;         // improving local-search moves taken
+  int from_seed_mapping = -1;  // index into SearchOptions::seed_mappings when one won
 };
 
 using ProgressFn = std::function<void(const std::string&)>;

@@ -92,6 +92,7 @@ Layer shard_layer(const Layer& l, Strategy s, int p) {
   Layer out = l;
   if (p <= 1) return out;
   auto scale = [&](std::int64_t v) { return v == 0 ? 0 : std::max<std::int64_t>(1, split(v, p)); };
+  if (s != Strategy::None && s != Strategy::Batch) out.split = l.split * p;
   switch (s) {
     case Strategy::None:
       break;

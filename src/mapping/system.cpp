@@ -215,7 +215,9 @@ GpuSpec load_gpu_spec(const std::string& path) {
   // Device files may keep the figures at top level or under [device].
   const toml::table* t = root["device"].as_table();
   if (t == nullptr || t->get("dram_bandwidth_gbs") == nullptr) t = &root;
-  return gpu_from_table(*t, path, "device", name);
+  GpuSpec spec = gpu_from_table(*t, path, "device", name);
+  spec.spec_path = path;
+  return spec;
 }
 
 System parse_system(const std::string& content, const std::string& path) {

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <fmt/format.h>
 #include <toml++/toml.h>
 
 #include "passes/load_model.hpp"
@@ -165,6 +166,44 @@ const Shape* shape_or_null(const Graph& g, const std::string& name) {
   return t.has_type ? &t.shape : nullptr;
 }
 
+// Shape with the batch (leading dim equal to the graph's batch) and, when `channels` > 1,
+// dims equal to the linear op's output channels made symbolic.
+Shape symbolic_shape(const Shape& shape, std::int64_t native_batch, std::int64_t channels,
+                     bool batch_symbol) {
+  Shape out = shape;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (batch_symbol && i == 0 && out.size() >= 2 && out[0] == native_batch) {
+      out[0] = kBatchDim;
+    } else if (channels > 1 && out[i] == channels) {
+      out[i] = kChannelDim;
+    }
+  }
+  return out;
+}
+
+std::string recipe_key(const LayerRecipe& r) {
+  std::string key;
+  for (const LayerNode& n : r.nodes) {
+    key += n.node.op_type + "{";
+    for (const auto& [k, v] : n.node.attributes) key += k + "=" + attribute_to_string(v) + ";";
+    key += "}(";
+    for (const LayerNodeInput& in : n.inputs) {
+      key += std::to_string(static_cast<int>(in.from)) + ":" + std::to_string(in.value) + ":";
+      for (std::int64_t d : in.shape) key += std::to_string(d) + "x";
+      key += std::string(dtype_name(in.dtype));
+      if (in.data) {
+        key += "=";
+        for (std::int64_t i = 0; i < in.data->numel(); ++i) {
+          key += fmt::format("{},", in.data->get_as_double(i));
+        }
+      }
+      key += ";";
+    }
+    key += ")";
+  }
+  return key;
+}
+
 }  // namespace
 
 Workload extract_workload(const Graph& graph, std::int64_t batch, const std::string& name) {
@@ -181,6 +220,47 @@ Workload extract_workload(const Graph& graph, std::int64_t batch, const std::str
     }
   }
   for (const auto& o : graph.outputs) ++consumers[o];
+  // What the GPU costing needs to rebuild each layer's subgraph: its nodes besides the
+  // linear op, and for every tensor the (layer, value) it is inside a layer.
+  std::vector<std::shared_ptr<LayerRecipe>> recipes;
+  std::vector<int> values;  // per layer: values so far (linear output first)
+  std::unordered_map<std::string, std::pair<int, int>> value_of;
+  std::int64_t native_batch = 1;
+  if (!graph.inputs.empty()) {
+    const Shape* s0 = shape_or_null(graph, graph.inputs[0]);
+    if (s0 && !s0->empty() && (*s0)[0] > 0) native_batch = (*s0)[0];
+  }
+  auto record = [&](const Node& node, int layer, std::int64_t channels) {
+    LayerNode ln;
+    ln.node.op_type = node.op_type;
+    ln.node.domain = node.domain;
+    ln.node.attributes = node.attributes;
+    for (const auto& in : node.inputs) {
+      LayerNodeInput li;
+      if (in.empty()) {
+        li.from = LayerNodeInput::From::Omitted;
+      } else if (graph.is_constant(in)) {
+        const TensorInfo& t = graph.tensor(in);
+        li.from = LayerNodeInput::From::Constant;
+        li.dtype = t.dtype;
+        li.shape = symbolic_shape(t.shape, native_batch, channels, false);
+        if (t.data && t.data->numel() <= 64) li.data = t.data;
+      } else if (auto it = value_of.find(in); it != value_of.end() && it->second.first == layer) {
+        li.from = LayerNodeInput::From::Value;
+        li.value = it->second.second;
+      } else {
+        li.from = LayerNodeInput::From::External;
+        if (const Shape* sh = shape_or_null(graph, in)) {
+          li.shape = symbolic_shape(*sh, native_batch, 0, true);
+          li.dtype = graph.tensor(in).dtype;
+        }
+      }
+      ln.inputs.push_back(std::move(li));
+    }
+    recipes[layer]->nodes.push_back(std::move(ln));
+    for (const auto& o : node.outputs) value_of[o] = {layer, values[layer]};
+    ++values[layer];
+  };
 
   auto sources_of = [&](const Node& node) {
     std::vector<int> out;
@@ -204,6 +284,12 @@ Workload extract_workload(const Graph& graph, std::int64_t batch, const std::str
     std::vector<int> src = sources_of(node);
     if (kLayoutOps.count(op)) {
       for (const auto& o : node.outputs) source[o] = src;
+      // Layout ops move no work: inside a layer, their output stands for their input.
+      if (!node.inputs.empty()) {
+        if (auto it = value_of.find(node.inputs[0]); it != value_of.end()) {
+          for (const auto& o : node.outputs) value_of[o] = it->second;
+        }
+      }
       continue;
     }
     Layer l;
@@ -225,6 +311,7 @@ Workload extract_workload(const Graph& graph, std::int64_t batch, const std::str
         l.s = node.attr_ints("strides", {1, 1})[0];
         l.p = node.attr_ints("pads", {0, 0, 0, 0})[0];
         l.in_elems = numel_or_zero(graph, node.inputs[0]);
+        l.bias = node.has_input(2);
         heavy = true;
       }
     } else if (op == "MatMul" || op == "Gemm") {
@@ -249,6 +336,7 @@ Workload extract_workload(const Graph& graph, std::int64_t batch, const std::str
         }
         l.in_elems = numel_or_zero(graph, node.inputs[0]) +
                      (graph.is_constant(node.inputs[1]) ? 0 : numel_or_zero(graph, node.inputs[1]));
+        l.bias = op == "Gemm" && node.has_input(2);
         heavy = true;
       }
     } else if (op == "LSTM" || op == "GRU") {
@@ -260,6 +348,7 @@ Workload extract_workload(const Graph& graph, std::int64_t batch, const std::str
         l.dimen = (*wt)[2];
         l.iter = (*x)[0] * (*wt)[0];
         l.in_elems = numel_or_zero(graph, node.inputs[0]);
+        l.bias = false;
         heavy = true;
       }
     }
@@ -273,6 +362,10 @@ Workload extract_workload(const Graph& graph, std::int64_t batch, const std::str
         host.out_elems = out_numel;
         merge_ok[src[0]] = consumers[out_name] == 1;
         for (const auto& o : node.outputs) source[o] = src;
+        const std::int64_t channels = host.kind == LayerKind::MatMul  ? host.k
+                                      : host.kind == LayerKind::Cheap ? 0
+                                                                      : host.m;
+        record(node, src[0], channels);
         continue;
       }
       l.kind = LayerKind::Cheap;
@@ -283,11 +376,21 @@ Workload extract_workload(const Graph& graph, std::int64_t batch, const std::str
     w.layers.push_back(l);
     merge_ok.push_back(consumers[out_name] == 1);
     for (const auto& o : node.outputs) source[o] = {id};
+    recipes.push_back(std::make_shared<LayerRecipe>());
+    values.push_back(0);
+    if (heavy) {
+      for (const auto& o : node.outputs) value_of[o] = {id, 0};
+      values[id] = 1;
+    } else {
+      record(node, id, 0);  // the cheap layer's own op
+    }
   }
   if (w.layers.empty()) fail("{}: no layers to map", name);
   for (std::size_t i = 0; i < w.layers.size(); ++i) {
     w.layers[i].index = static_cast<int>(i) + 1;
     w.layers[i].modality = 1;
+    recipes[i]->key = recipe_key(*recipes[i]);
+    w.layers[i].recipe = recipes[i];
   }
   w.link();
   return w;

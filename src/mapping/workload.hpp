@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,29 @@
 #include "mapping/design.hpp"
 
 namespace orchid::mapping {
+
+// One ONNX node a layer contains besides its linear op (an epilogue: BatchNorm, bias
+// add, activation, pooling...), or the head op of a cheap layer, kept so the GPU costing
+// can rebuild the layer's subgraph for any batch and shard. Shapes are symbolic:
+// kBatchDim stands for the batch, kChannelDim for the linear op's output channels.
+inline constexpr std::int64_t kBatchDim = -1;
+inline constexpr std::int64_t kChannelDim = -2;
+struct LayerNodeInput {
+  enum class From : std::uint8_t { Value, Constant, External, Omitted };
+  From from = From::External;
+  int value = 0;  // Value: index into the layer's values (linear output first, then nodes')
+  Shape shape;    // Constant / External, symbolic
+  DType dtype = DType::F32;
+  std::shared_ptr<const Tensor> data;  // small constants (axes, bounds) keep their values
+};
+struct LayerNode {
+  Node node;  // op type and attributes; input and output names are rebuilt
+  std::vector<LayerNodeInput> inputs;
+};
+struct LayerRecipe {
+  std::vector<LayerNode> nodes;
+  std::string key;  // canonical text of the nodes, for memoising costs
+};
 
 // Dimensions per inference sample; `batch` multiplies them.
 //  conv:   M out channels, N in channels, R x C output, K kernel, S stride, P pad
@@ -28,6 +52,12 @@ struct Layer {
   std::int64_t elems = 0;                    // cheap work (for heavy layers: the fused epilogue)
   std::int64_t in_elems = 0, out_elems = 0;  // activations per sample; 0 = from the dims
   std::int64_t batch = 1;
+  // Non-batch split applied by sharding (the GPU subgraph of a cheap layer divides its
+  // first non-batch dimension by it).
+  std::int64_t split = 1;
+  bool bias = true;  // the linear op adds a bias (case files: always)
+  // The ONNX nodes besides the linear op (null for case-file layers: bias + ReLU then).
+  std::shared_ptr<const LayerRecipe> recipe;
   std::vector<int> preds;
   std::vector<int> succs;
 

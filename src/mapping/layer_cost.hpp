@@ -1,8 +1,9 @@
 // Per-layer cost on one design. FPGA designs use the published analytic models the H2H
 // code implements (Zhang et al. FPGA'15 tile model for conv, ESE for FC, the unified
-// LSTM model); GPUs use a roofline from the device spec until the kernel orchestrator
-// can price a layer's subgraph. Everything the mapper asks goes through
-// LayerCostProvider, so another provider can be plugged in without touching the rest.
+// LSTM model); here GPUs get a roofline from the device spec, which `orchid map` uses
+// only with --gpu-roofline or as the counted fallback of OrchestratedCostProvider
+// (orchestrated_cost.hpp: the kernel orchestrator's optimal plan per layer subgraph).
+// Everything the mapper asks goes through LayerCostProvider.
 #pragma once
 
 #include "mapping/design.hpp"

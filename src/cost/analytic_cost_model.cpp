@@ -158,17 +158,21 @@ double input_read_bytes(const KernelView& k, const std::string& name) {
   return std::min(full, touched > 0 ? touched : full);
 }
 
-// Peak of the unit a linear node runs on: tensor-core FP16 when all its float inputs
-// are f16, TF32 for f32 on devices that have it (the FP32 path Korch measured on A100),
-// else the FP32 units.
-double matrix_peak_gflops(const Graph& g, const Node& node, const DeviceSpec& d) {
+// The unit a linear node runs on: tensor-core FP16 when all its float inputs are f16,
+// TF32 for f32 on devices that have it (the FP32 path Korch measured on A100), else the
+// FP32 units.
+MatrixPeak matrix_peak_kind(const Graph& g, const Node& node) {
   bool all_f16 = true;
   for (std::size_t j = 0; j < std::min<std::size_t>(node.inputs.size(), 2); ++j) {
     if (!node.has_input(j) || !g.has_tensor(node.inputs[j])) continue;
     all_f16 = all_f16 && g.tensor(node.inputs[j]).dtype == DType::F16;
   }
-  if (all_f16 && d.peak_fp16_gflops > 0) return d.peak_fp16_gflops;
-  if (d.peak_tf32_gflops > 0) return d.peak_tf32_gflops;
+  return all_f16 ? MatrixPeak::Fp16 : MatrixPeak::Tf32;
+}
+
+double matrix_peak_gflops(MatrixPeak kind, const DeviceSpec& d) {
+  if (kind == MatrixPeak::Fp16 && d.peak_fp16_gflops > 0) return d.peak_fp16_gflops;
+  if (kind != MatrixPeak::Fp32 && d.peak_tf32_gflops > 0) return d.peak_tf32_gflops;
   return d.peak_fp32_gflops;
 }
 
@@ -274,56 +278,77 @@ double linear_time_us(const GemmShape& s, const DeviceSpec& d, double matrix_pea
   return std::min(best, direct);
 }
 
-KernelCost analytic_kernel_cost(const KernelView& k, const DeviceSpec& d) {
+KernelCostTerms kernel_cost_terms(const KernelView& k, const DeviceSpec& d) {
   if (!k.graph) fail("analytic cost model: kernel view has no graph");
   const Graph& g = *k.graph;
   const CostCurveParams& c = d.curves;
-  KernelCost cost;
-  cost.launch_us = d.launch_overhead_us;
+  KernelCostTerms terms;
+  for (const auto& t : k.inputs) terms.dram_bytes += input_read_bytes(k, t);
+  for (const auto& t : k.outputs) terms.dram_bytes += bytes_of(g, t);
 
-  for (const auto& t : k.inputs) cost.dram_bytes += input_read_bytes(k, t);
-  for (const auto& t : k.outputs) cost.dram_bytes += bytes_of(g, t);
-
-  double vector_flops = 0;
-  double linear_us = 0;
   for (std::size_t i : k.nodes) {
     const Node& node = g.nodes.at(i);
     const OpTraits traits = op_traits(node.op_type);
     const double flops = static_cast<double>(node_flops(g, node));
-    cost.flops += flops;
+    terms.flops += flops;
     switch (traits.kind) {
       case OpKind::Linear: {
         GemmShape shape;
         if (linear_gemm_shape(g, node, shape)) {
-          cost.linear_flops += static_cast<double>(shape.flops());
-          linear_us += linear_time_us(shape, d, matrix_peak_gflops(g, node, d));
+          terms.linear_flops += static_cast<double>(shape.flops());
+          terms.linear.push_back(
+              {shape.batch, shape.m, shape.n, shape.k, matrix_peak_kind(g, node)});
           // A fused bias (Gemm C, Conv B) is vector work on top of the GEMM.
-          vector_flops += std::max(0.0, flops - static_cast<double>(shape.flops()));
+          terms.plain_vector_flops += std::max(0.0, flops - static_cast<double>(shape.flops()));
         } else {
-          vector_flops += flops;
+          terms.plain_vector_flops += flops;
         }
         break;
       }
       case OpKind::Reduction:
-        cost.access_efficiency = std::min(cost.access_efficiency, reduction_efficiency(g, node, c));
-        vector_flops += flops;
+        terms.access_efficiency =
+            std::min(terms.access_efficiency, reduction_efficiency(g, node, c));
+        terms.plain_vector_flops += flops;
         break;
       case OpKind::Transpose:
-        cost.access_efficiency = std::min(cost.access_efficiency, transpose_efficiency(g, node, c));
+        terms.access_efficiency =
+            std::min(terms.access_efficiency, transpose_efficiency(g, node, c));
         break;
       case OpKind::Gather:
-        cost.access_efficiency = std::min(cost.access_efficiency, gather_efficiency(g, node, c));
+        terms.access_efficiency = std::min(terms.access_efficiency, gather_efficiency(g, node, c));
         break;
       case OpKind::Layout:
-        vector_flops += flops;  // Resize interpolation; 0 for pure data movement
+        terms.plain_vector_flops += flops;  // Resize interpolation; 0 for pure data movement
         break;
       case OpKind::Elementwise:
       case OpKind::Window:
-        vector_flops += flops * (traits.transcendental ? c.transcendental_flops : 1.0);
+        (traits.transcendental ? terms.transcendental_vector_flops : terms.plain_vector_flops) +=
+            flops;
         break;
     }
   }
+  return terms;
+}
 
+KernelCost cost_from_terms(const KernelCostTerms& t, const DeviceSpec& d) {
+  const CostCurveParams& c = d.curves;
+  KernelCost cost;
+  cost.launch_us = d.launch_overhead_us;
+  cost.dram_bytes = t.dram_bytes;
+  cost.flops = t.flops;
+  cost.linear_flops = t.linear_flops;
+  cost.access_efficiency = t.access_efficiency;
+  double linear_us = 0;
+  for (const auto& l : t.linear) {
+    GemmShape shape;
+    shape.batch = l.batch;
+    shape.m = l.m;
+    shape.n = l.n;
+    shape.k = l.k;
+    linear_us += linear_time_us(shape, d, matrix_peak_gflops(l.peak, d));
+  }
+  const double vector_flops =
+      t.plain_vector_flops + t.transcendental_vector_flops * c.transcendental_flops;
   // Small transfers are latency bound: effective bandwidth bw * bytes / (bytes + half),
   // i.e. a fixed half / bw on top of the streaming time. The access pattern slows the
   // streaming part only.
@@ -334,6 +359,10 @@ KernelCost analytic_kernel_cost(const KernelView& k, const DeviceSpec& d) {
   cost.compute_us = linear_us + vector_flops / (d.peak_fp32_gflops * 1e3 * c.vector_efficiency);
   cost.total_us = cost.launch_us + std::max(cost.memory_us, cost.compute_us);
   return cost;
+}
+
+KernelCost analytic_kernel_cost(const KernelView& k, const DeviceSpec& d) {
+  return cost_from_terms(kernel_cost_terms(k, d), d);
 }
 
 std::unique_ptr<CostModel> make_analytic_cost_model(const DeviceSpec& device) {

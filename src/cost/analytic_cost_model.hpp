@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "cost/device_spec.hpp"
 #include "orchestrate/kernel_view.hpp"
@@ -25,6 +26,32 @@ struct KernelCost {
 };
 
 KernelCost analytic_kernel_cost(const KernelView& kernel, const DeviceSpec& device);
+
+// Which peak a linear op runs at: FP16 tensor cores, TF32 tensor cores, FP32 units
+// (resolved against the device when costed, falling back as matrix_peak does).
+enum class MatrixPeak { Fp16, Tf32, Fp32 };
+
+// What analytic_kernel_cost() derives from the graph, before any throughput figure
+// (launch overhead, bandwidth, peaks, efficiencies, transcendental cost) is applied.
+// analytic_kernel_cost(k, d) == cost_from_terms(kernel_cost_terms(k, d), d); the
+// calibration evaluates the terms once per kernel and re-costs them for many candidate
+// parameter sets. Depends on the device's access-pattern curves only (coalesce_bytes,
+// strided_efficiency, reduce_*), which calibration does not change.
+struct KernelCostTerms {
+  double dram_bytes = 0;
+  double access_efficiency = 1;
+  double flops = 0;
+  double linear_flops = 0;
+  double plain_vector_flops = 0;           // at 1 FLOP each
+  double transcendental_vector_flops = 0;  // each costs transcendental_flops
+  struct Linear {
+    std::int64_t batch = 1, m = 0, n = 0, k = 0;
+    MatrixPeak peak = MatrixPeak::Fp32;
+  };
+  std::vector<Linear> linear;
+};
+KernelCostTerms kernel_cost_terms(const KernelView& kernel, const DeviceSpec& device);
+KernelCost cost_from_terms(const KernelCostTerms& terms, const DeviceSpec& device);
 
 // The GEMM shape a linear node maps to (implicit GEMM for convolutions).
 struct GemmShape {

@@ -141,11 +141,6 @@ Orchestration orchestrate(const Graph& model, const CostModel& cost_model,
   const Partition op_level = operator_level_partition(g, out.fission.origin, alt_nodes);
   const Partition per_prim = per_primitive_partition(g, alt_nodes);
   const Partition greedy = greedy_fusion_partition(index, alt_nodes, options.rules.max_nodes);
-  out.operator_level =
-      plan_from_partition(index, alternatives, op_level, cost_model, "operator-level");
-  out.per_primitive =
-      plan_from_partition(index, alternatives, per_prim, cost_model, "per-primitive");
-  out.greedy = plan_from_partition(index, alternatives, greedy, cost_model, "greedy-fusion");
 
   std::vector<std::vector<std::size_t>> keep_together = op_level;
   keep_together.insert(keep_together.end(), greedy.begin(), greedy.end());
@@ -173,15 +168,14 @@ Orchestration orchestrate(const Graph& model, const CostModel& cost_model,
 
   const std::vector<bool> mandatory = mandatory_nodes(g, alternatives);
 
-  // Candidates and BLP per region.
+  // Candidates per region (baseline kernels included).
   std::vector<RegionProblem> problems(split.regions.size());
   for (std::size_t r = 0; r < split.regions.size(); ++r) {
     RegionProblem& rp = problems[r];
-    auto t0 = Clock::now();
+    const auto t0 = Clock::now();
     rp.candidates = enumerate_candidates(index, split.regions[r], options.rules);
     // Baseline kernels are always candidates, so the optimum can never lose to them.
     std::set<std::vector<std::size_t>> known(rp.candidates.begin(), rp.candidates.end());
-    std::vector<int> warm;
     for (const Partition* part : {&greedy, &op_level, &per_prim}) {
       for (const auto& k : *part) {
         if (split.region_of[k.front()] != static_cast<int>(r)) continue;
@@ -191,7 +185,31 @@ Orchestration orchestrate(const Graph& model, const CostModel& cost_model,
     st.enumerate_seconds += seconds_since(t0);
     st.candidates += rp.candidates.size();
     st.largest_region_candidates = std::max(st.largest_region_candidates, rp.candidates.size());
+  }
 
+  // Every kernel that will be costed, announced at once (a measuring model times them
+  // in one batch), then the baselines and the BLPs.
+  auto t0 = Clock::now();
+  {
+    std::vector<KernelView> all_kernels;
+    for (const Partition* part : {&op_level, &per_prim, &greedy}) {
+      for (const auto& k : *part) all_kernels.push_back(index.view(k));
+    }
+    for (const auto& rp : problems) {
+      for (const auto& k : rp.candidates) all_kernels.push_back(index.view(k));
+    }
+    cost_model.prepare(all_kernels);
+  }
+  out.operator_level =
+      plan_from_partition(index, alternatives, op_level, cost_model, "operator-level");
+  out.per_primitive =
+      plan_from_partition(index, alternatives, per_prim, cost_model, "per-primitive");
+  out.greedy = plan_from_partition(index, alternatives, greedy, cost_model, "greedy-fusion");
+  st.cost_seconds += seconds_since(t0);
+
+  for (std::size_t r = 0; r < split.regions.size(); ++r) {
+    RegionProblem& rp = problems[r];
+    std::vector<int> warm;
     t0 = Clock::now();
     std::unordered_map<std::string, std::vector<int>> writers;  // tensor -> candidates
     std::vector<std::vector<std::string>> needs(rp.candidates.size());

@@ -1,0 +1,69 @@
+// A persistent database of measured kernel times, one JSON file per device, keyed by
+// kernel_signature() (structure, shapes, dtypes and device). Measurements made for one
+// model are reused by every later run and every other model with the same kernels.
+//
+// File format (version 1):
+//   {"format": "orchid-profile-db", "version": 1, "device": "cpu",
+//    "entries": {"<16 hex digits>": {"median_us": 12.5, "p10_us": 12.1, "p90_us": 13.9,
+//                                    "reps": 50, "timer": 1, "kernel": "MatMul+Add -> ..."},
+//                "<16 hex digits>": {"error": "why it could not be timed", "timer": 1,
+//                                    "kernel": "..."}}}
+// Writes are atomic (temporary file + rename) and merge entries that another process
+// saved in the meantime, so concurrent runs lose nothing but each other's duplicates.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace orchid {
+
+struct ProfileEntry {
+  double median_us = 0;
+  double p10_us = 0;
+  double p90_us = 0;
+  int reps = 0;
+  int timer_version = 0;  // the kernel timer's methodology version it was measured with
+  std::string kernel;     // human description (kernel_summary), informational
+  std::string error;      // non-empty: the kernel could not be timed (why)
+  bool ok() const { return error.empty(); }
+};
+
+class ProfileDb {
+ public:
+  static constexpr int kFormatVersion = 1;
+
+  // An empty database that will be saved to `path`.
+  ProfileDb(std::string path, std::string device);
+  // Reads `path` if it exists (else empty). A corrupt or foreign file, another device or
+  // another format version is an orchid::Error naming the file (and key).
+  static ProfileDb open(const std::string& path, const std::string& device);
+
+  const ProfileEntry* find(std::uint64_t signature) const;
+  void put(std::uint64_t signature, ProfileEntry entry);
+  std::size_t size() const { return entries_.size(); }
+  const std::map<std::uint64_t, ProfileEntry>& entries() const { return entries_; }
+  const std::string& path() const { return path_; }
+  const std::string& device() const { return device_; }
+  bool dirty() const { return dirty_; }
+
+  // Creates the folder if needed, merges entries saved by others since open (ours win),
+  // writes atomically.
+  void save();
+
+  // The JSON text of the database.
+  std::string to_json() const;
+
+ private:
+  std::string path_;
+  std::string device_;
+  std::map<std::uint64_t, ProfileEntry> entries_;
+  bool dirty_ = false;
+};
+
+// $XDG_CACHE_HOME/orchid/profile-<device>.json, else $HOME/.cache/orchid/...; an
+// orchid::Error when neither variable is set.
+std::string default_profile_db_path(const std::string& device);
+
+}  // namespace orchid

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/cost_options.hpp"
 #include "cli/format.hpp"
 #include "cost/cost_model.hpp"
 #include "orchestrate/orchestrator.hpp"
@@ -25,13 +26,15 @@ struct OrchestrateCliOptions {
   std::size_t max_kernel_size = 10;
   std::size_t region_size = 48;
   bool no_softmax_alternative = false;
+  CostCliOptions cost;
+  std::string plan_kind = "optimal";
 };
 
 void orchestrate_command(const OrchestrateCliOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   const LoadedModel loaded = load_model(o.model.model, o.model.import_options());
   const DeviceSpec spec = load_device_spec(o.device);
-  const auto cost_model = make_analytic_cost_model(spec);
+  const auto cost_model = make_cost_model(spec, o.cost);
   OrchestrateOptions options;
   options.time_limit_s = o.time_limit;
   options.rules.max_nodes = o.max_kernel_size;
@@ -64,14 +67,17 @@ void orchestrate_command(const OrchestrateCliOptions& o) {
                p->total_us / result.optimal.total_us,
                human_bytes(static_cast<double>(p->arena_bytes)));
   }
-  fmt::print("(speedup = that plan's latency / optimal latency)\n");
+  fmt::print("(speedup = that plan's latency / optimal latency{})\n",
+             o.cost.profile ? "; latencies are sums of measured kernel times" : "");
+  report_measured_costs(*cost_model, o.cost, o.model.model);
+  const Plan& chosen = plan_of_kind(result, o.plan_kind);
   if (!o.json.empty()) {
-    write_file_atomically(o.json, plan_to_json(result, result.optimal, o.model.model));
-    fmt::print("wrote {}\n", o.json);
+    write_file_atomically(o.json, plan_to_json(result, chosen, o.model.model));
+    fmt::print("wrote {} ({} plan)\n", o.json, chosen.kind);
   }
   if (!o.dot.empty()) {
-    write_file_atomically(o.dot, plan_to_dot(result, result.optimal));
-    fmt::print("wrote {}\n", o.dot);
+    write_file_atomically(o.dot, plan_to_dot(result, chosen));
+    fmt::print("wrote {} ({} plan)\n", o.dot, chosen.kind);
   }
 }
 
@@ -84,8 +90,13 @@ Action add_orchestrate_command(CLI::App& app) {
   add_model_options(*cmd, o->model);
   cmd->add_option("--device", o->device, "Device spec name (configs/devices) or .toml path")
       ->default_val("a100");
-  cmd->add_option("--json", o->json, "Write the optimal plan as JSON");
-  cmd->add_option("--dot", o->dot, "Write the primitive graph coloured by kernel (Graphviz)");
+  cmd->add_option("--json", o->json, "Write the plan (--plan-kind, default optimal) as JSON");
+  cmd->add_option("--dot", o->dot,
+                  "Write the primitive graph coloured by the plan's kernels (Graphviz)");
+  add_plan_kind_option(*cmd, o->plan_kind,
+                       "Which plan --json and --dot write: optimal, operator-level, "
+                       "per-primitive or greedy-fusion");
+  add_cost_options(*cmd, o->cost, true);
   cmd->add_option("--time-limit", o->time_limit, "Seconds for the BLP solver, all regions")
       ->default_val(60)
       ->check(CLI::PositiveNumber);

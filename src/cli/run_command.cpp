@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/cost_options.hpp"
 #include "cost/cost_model.hpp"
 #include "orchestrate/orchestrator.hpp"
 #include "passes/load_model.hpp"
@@ -34,6 +35,8 @@ struct RunOptions {
   int repeat = 1;
   std::string device;  // "cpu": orchestrate with the cpu cost model, run the optimal plan
   std::string plan;    // a plan JSON from `orchid orchestrate --json`
+  std::string plan_kind = "optimal";  // with --device: which plan to execute
+  CostCliOptions cost;                // with --device: --profile, --profile-db
 };
 
 // Reads a plan JSON and checks it against a fresh fission of `model` (deterministic):
@@ -134,6 +137,9 @@ void run(const RunOptions& options) {
   if (!options.device.empty() && options.device != "cpu") {
     fail("--device: only 'cpu' can execute plans, got '{}'", options.device);
   }
+  if (options.device.empty() && (options.cost.profile || !options.cost.profile_db.empty())) {
+    fail("--profile and --profile-db go with --device cpu (orchestrate with measured costs)");
+  }
   std::vector<double> times;
   TensorMap outputs;
   std::string engine = "reference interpreter";
@@ -147,11 +153,14 @@ void run(const RunOptions& options) {
       plan = read_plan_json(options.plan, fission_result.graph);
       engine = fmt::format("plan executor, {} plan from {}", plan.kind, options.plan);
     } else {
-      const auto cost_model = make_analytic_cost_model(load_device_spec("cpu"));
+      const auto cost_model = make_cost_model(load_device_spec("cpu"), options.cost);
       Orchestration o = orchestrate(g, *cost_model, OrchestrateOptions{});
+      report_measured_costs(*cost_model, options.cost, options.model.model);
+      plan = plan_of_kind(o, options.plan_kind);
       fission_result = std::move(o.fission);
-      plan = std::move(o.optimal);
-      engine = fmt::format("plan executor, optimal plan for cpu ({} kernels)", plan.kernels.size());
+      engine = fmt::format("plan executor, {} plan for cpu ({} kernels, {} {:.2f} ms)", plan.kind,
+                           plan.kernels.size(), options.cost.profile ? "measured" : "predicted",
+                           plan.total_us / 1e3);
     }
     PlanExecutor executor(fission_result.graph, plan, fission_result.alternatives);
     executor.execute(feed);  // warm-up
@@ -242,6 +251,10 @@ Action add_run_command(CLI::App& app) {
                   "Orchestrate for this device (only 'cpu') and execute the optimal plan");
   cmd->add_option("--plan", options->plan,
                   "Execute a plan written by `orchid orchestrate --json` for this model");
+  add_plan_kind_option(*cmd, options->plan_kind,
+                       "With --device: which plan to execute (optimal, operator-level, "
+                       "per-primitive, greedy-fusion)");
+  add_cost_options(*cmd, options->cost, false);
   return [options] { run(*options); };
 }
 

@@ -1,0 +1,40 @@
+// Options that choose how `orchestrate` and `run` cost kernels (the analytic device
+// model, or measurements on this CPU with --profile) and which plan they use.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "cost/cost_model.hpp"
+#include "cost/device_spec.hpp"
+#include "cost/measured_cost_model.hpp"
+#include "orchestrate/orchestrator.hpp"
+
+namespace orchid::cli {
+
+struct CostCliOptions {
+  bool profile = false;       // --profile: measured costs
+  std::string profile_db;     // --profile-db PATH ("" = default_profile_db_path)
+  std::string calibrate_out;  // --calibrate-out PATH: calibrated device TOML
+};
+// --profile, --profile-db; --calibrate-out too when `calibrate` is set.
+void add_cost_options(CLI::App& command, CostCliOptions& options, bool calibrate);
+
+// The cost model the options ask for on `device`: analytic, or measured (which needs a
+// cpu device; a clear error otherwise).
+std::unique_ptr<CostModel> make_cost_model(const DeviceSpec& device, const CostCliOptions& options);
+
+// Prints the measured-cost report (counts, wall time, rank correlation before and after
+// calibration, fitted parameters) if `model` is measured; writes --calibrate-out.
+void report_measured_costs(const CostModel& model, const CostCliOptions& options,
+                           const std::string& model_path);
+
+// --plan-kind KIND
+inline const char* const kPlanKinds[] = {"optimal", "operator-level", "per-primitive",
+                                         "greedy-fusion"};
+void add_plan_kind_option(CLI::App& command, std::string& kind, const std::string& what);
+const Plan& plan_of_kind(const Orchestration& orchestration, const std::string& kind);
+
+}  // namespace orchid::cli

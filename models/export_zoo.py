@@ -94,6 +94,18 @@ def register(name, kind, strip=True, summary=""):
     return deco
 
 
+def build_model(name: str) -> "TorchExport":
+    """The eval-mode torch module and example inputs of zoo model NAME exactly as the export
+    builds them (same seed, same init); for other tools such as bench/executor_benchmark.py.
+    Note: torch_setup() inside leaves deterministic algorithms on and at most 2 threads."""
+    spec = REGISTRY.get(name)
+    if spec is None:
+        raise KeyError(f"unknown zoo model {name!r}")
+    if spec.kind != "torch":
+        raise ValueError(f"zoo model {name!r} is hand-built with onnx.helper (no torch module)")
+    return spec.build()
+
+
 # ---------------------------------------------------------------------------------------
 # torch helpers (torch is imported lazily so that the tiny graphs need only onnx+numpy)
 

@@ -60,7 +60,7 @@ TEST(MappingCost, FcAndLstmModels) {
 }
 
 TEST(MappingCost, GpuRooflineFromInlineSpec) {
-  GpuSpec g{"test", 1000, 10000, 5, 16};
+  GpuSpec g{"test", 1000, 10000, 5, 16, ""};
   Layer l;
   l.kind = LayerKind::Fc;
   l.m = 1024, l.n = 1024, l.k = 1;

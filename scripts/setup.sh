@@ -2,10 +2,12 @@
 # Installs the Debian packages orchid needs. Idempotent: when everything is present it
 # returns at once without touching apt.
 set -euo pipefail
+# ocl-icd-opencl-dev: Debian's oneDNN CMake config looks for OpenCL (its GPU runtime),
+# and libdnnl-dev does not pull it in.
 packages=(
   build-essential cmake ninja-build pkg-config
   libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
-  coinor-libcbc-dev libdnnl-dev libopenblas-dev
+  coinor-libcbc-dev libdnnl-dev ocl-icd-opencl-dev libopenblas-dev
   nlohmann-json3-dev libcli11-dev libtomlplusplus-dev libfmt-dev libtbb-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
 )

@@ -1,6 +1,4 @@
 // `orchid`: decides how a DNN should run on hardware. Thin layer over the library.
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -9,12 +7,9 @@
 #include "util/error.hpp"
 
 int main(int argc, char** argv) {
-  // oneDNN's OpenMP workers spin between calls and take the cores from orchid's own
-  // threads; libgomp reads OMP_WAIT_POLICY only at load time, so set it and re-exec once.
-  if (!std::getenv("OMP_WAIT_POLICY")) {
-    setenv("OMP_WAIT_POLICY", "passive", 1);
-    execv("/proc/self/exe", argv);  // only returns on failure; then carry on as we are
-  }
+  // All of orchid's threads are OpenMP's (oneDNN, fused loops, reference kernels), so
+  // libgomp's default wait policy (spin briefly between parallel regions, then sleep)
+  // is the right one: a kernel starts without waking sleeping threads.
   CLI::App app{"orchid: kernel orchestration and multi-accelerator mapping for ONNX models"};
   app.set_version_flag("--version", std::string("orchid ") + ORCHID_VERSION);
   app.require_subcommand(1);

@@ -208,17 +208,21 @@ void run(const RunOptions& options) {
     const double mib = 1024.0 * 1024.0;
     fmt::print(
         "kernels  {}: {} oneDNN primitives (+{} epilogue primitives as post-ops), {} fused "
-        "loops over {} primitives, {} primitives on reference kernels\n",
+        "loops over {} primitives, {} primitives on reference kernels; {} convolutions in "
+        "oneDNN's preferred layout ({} fed NHWC without a reorder)\n",
         stats->kernels, stats->dnnl_primitives, stats->epilogue_primitives, stats->fused_loops,
-        stats->fused_loop_primitives, stats->reference_primitives);
+        stats->fused_loop_primitives, stats->reference_primitives, stats->blocked_convolutions,
+        stats->nhwc_handoffs);
     fmt::print(
         "memory   peak {:.1f} MiB = arena {:.1f} + scratch {:.1f} + loop buffers {:.1f} + weights "
-        "{:.1f} MiB\n",
+        "{:.1f} + packed weights {:.1f} + blocked layouts {:.1f} MiB\n",
         static_cast<double>(stats->peak_bytes()) / mib,
         static_cast<double>(stats->arena_bytes) / mib,
         static_cast<double>(stats->scratch_bytes) / mib,
         static_cast<double>(stats->loop_scratch_bytes) / mib,
-        static_cast<double>(stats->weight_bytes) / mib);
+        static_cast<double>(stats->weight_bytes) / mib,
+        static_cast<double>(stats->packed_weight_bytes) / mib,
+        static_cast<double>(stats->layout_bytes) / mib);
   }
 
   if (!options.save_outputs.empty()) {

@@ -61,22 +61,53 @@ bool broadcasts_to(const Shape& small, const Shape& big) {
 }
 
 // One linear primitive on oneDNN, optionally with post-ops. Memory objects are made
-// once; each run only swaps their data handles.
+// once; each run only swaps their data handles. Convolutions run in the activation and
+// weight layouts oneDNN prefers on this CPU (blocked, e.g. nChw16c): the arena keeps
+// plain row-major tensors, so the source is reordered into `src_inner` before and the
+// result out of `dst_inner` after the convolution; constant weights are reordered once,
+// at build time, into `packed_weights`. On AVX-512 the blocked direct/Winograd kernels
+// are several times faster than the im2col+GEMM path oneDNN takes for plain layouts,
+// which is worth far more than the two reorders.
 struct LinearOp {
   dnnl::primitive prim;
-  memory src, wei, dst;
-  std::vector<memory> binary;  // post-op src1 tensors, in post-op order
+  memory src, wei, dst;       // what the primitive reads and writes
+  memory src_user, dst_user;  // plain views of arena tensors when reorders are needed
+  std::optional<dnnl::reorder> src_reorder, dst_reorder;
+  bool packed_weights = false;  // `wei` owns a reordered copy of constant weights
+  std::vector<memory> binary;   // post-op src1 tensors, in post-op order
+  // Per binary post-op: a full-size operand stored plain for an NHWC convolution is
+  // reordered into `binary[i]` first (oneDNN 2.6 reads such operands in the result's
+  // layout whatever their descriptor says, so they must match it).
+  std::vector<std::optional<dnnl::reorder>> binary_reorder;
+  std::vector<memory> binary_user;
   std::unordered_map<int, memory> args;
+  std::string implementation;  // oneDNN's name for the kernel it chose
 
   void run(dnnl::stream& stream, const void* a, const void* b, void* y,
            const std::vector<const void*>& extra) {
-    src.set_data_handle(const_cast<void*>(a));
-    wei.set_data_handle(const_cast<void*>(b));
-    dst.set_data_handle(y);
-    for (std::size_t i = 0; i < binary.size(); ++i) {
-      binary[i].set_data_handle(const_cast<void*>(extra[i]));
+    if (src_reorder) {
+      src_user.set_data_handle(const_cast<void*>(a));
+      src_reorder->execute(stream, src_user, src);
+    } else {
+      src.set_data_handle(const_cast<void*>(a));
     }
-    prim.execute(stream, args);
+    if (!packed_weights) wei.set_data_handle(const_cast<void*>(b));
+    for (std::size_t i = 0; i < binary.size(); ++i) {
+      if (binary_reorder[i]) {
+        binary_user[i].set_data_handle(const_cast<void*>(extra[i]));
+        binary_reorder[i]->execute(stream, binary_user[i], binary[i]);
+      } else {
+        binary[i].set_data_handle(const_cast<void*>(extra[i]));
+      }
+    }
+    if (dst_reorder) {
+      prim.execute(stream, args);
+      dst_user.set_data_handle(y);
+      dst_reorder->execute(stream, dst, dst_user);
+    } else {
+      dst.set_data_handle(y);
+      prim.execute(stream, args);
+    }
   }
 };
 
@@ -87,18 +118,104 @@ struct PostOp {
   std::string operand;  // Binary: the other input
 };
 
-// Builds the oneDNN primitive for a MatMul or a 2-D Conv node, or nullopt when the
-// node is outside what this executor maps (other ranks, non-f32, ConvTranspose).
-std::optional<LinearOp> make_linear(const dnnl::engine& engine, const Graph& g, const Node& node,
-                                    const std::vector<PostOp>& post_ops) {
-  for (const auto& t : node.inputs) {
-    if (t.empty() || g.tensor(t).dtype != DType::F32) return std::nullopt;
+memory::desc nhwc_desc(const memory::dims& dims) {
+  return memory::desc(dims, memory::data_type::f32, memory::format_tag::nhwc);
+}
+
+// A binary post-op's operand as stored: plain, or NHWC when the layout says so.
+memory::desc operand_desc(const Graph& g, const PostOp& p, std::size_t rank,
+                          const std::vector<bool>& stored_nhwc, std::size_t index) {
+  const memory::dims dims = padded(g.tensor(p.operand).shape, rank);
+  if (index < stored_nhwc.size() && stored_nhwc[index]) return nhwc_desc(dims);
+  return plain_desc(dims);
+}
+
+dnnl::primitive_attr post_op_attr(const Graph& g, const std::vector<PostOp>& post_ops,
+                                  std::size_t rank, const std::vector<bool>& stored_nhwc) {
+  dnnl::primitive_attr attr;
+  dnnl::post_ops po;
+  for (std::size_t i = 0; i < post_ops.size(); ++i) {
+    const PostOp& p = post_ops[i];
+    if (p.kind == PostOp::Kind::Eltwise) {
+      po.append_eltwise(1.0f, p.algorithm, p.alpha, p.beta);
+    } else {
+      po.append_binary(p.algorithm, operand_desc(g, p, rank, stored_nhwc, i));
+    }
   }
-  const Shape& ys = g.tensor(node.outputs[0]).shape;
+  attr.set_post_ops(po);
+  return attr;
+}
+
+// Whether make_linear maps `node` onto oneDNN: MatMul, or a 2-D Conv without bias
+// input (fission splits the bias off), all f32.
+bool linear_supported(const Graph& g, const Node& node) {
+  for (const auto& t : node.inputs) {
+    if (t.empty() || g.tensor(t).dtype != DType::F32) return false;
+  }
+  if (node.op_type == "MatMul") return true;
+  return node.op_type == "Conv" && node.inputs.size() == 2 &&
+         g.tensor(node.inputs[0]).shape.size() == 4;
+}
+
+struct ConvDescs {
+  memory::dims src, wei, dst, strides, dilation, pad_l, pad_r;
+};
+
+ConvDescs conv_dims(const Graph& g, const Node& node) {
+  const Shape& xs = g.tensor(node.inputs[0]).shape;
+  const Shape& ws = g.tensor(node.inputs[1]).shape;
+  const WindowGeometry geo =
+      window_geometry(node, {xs.begin() + 2, xs.end()}, {ws.begin() + 2, ws.end()}, false);
+  const std::int64_t group = node.attr_int("group", 1);
+  ConvDescs d;
+  d.src = to_dims(xs);
+  d.dst = to_dims(g.tensor(node.outputs[0]).shape);
+  d.wei = group == 1 ? to_dims(ws) : memory::dims{group, ws[0] / group, ws[1], ws[2], ws[3]};
+  d.strides.assign(geo.strides.begin(), geo.strides.end());
+  for (auto x : geo.dilations) d.dilation.push_back(x - 1);
+  d.pad_l.assign(geo.pad_begin.begin(), geo.pad_begin.end());
+  d.pad_r.assign(geo.pad_end.begin(), geo.pad_end.end());
+  return d;
+}
+
+memory::desc any_desc(const memory::dims& d) {
+  return memory::desc(d, memory::data_type::f32, memory::format_tag::any);
+}
+
+// Whether oneDNN, free to choose, runs this convolution on channels-last (NHWC)
+// activations. Such convolutions can hand their results to each other in NHWC without
+// reorders (see PlanExecutor::Impl::choose_channels_last).
+bool conv_prefers_nhwc(const dnnl::engine& engine, const Graph& g, const Node& node) {
+  if (!g.is_constant(node.inputs[1])) return false;
+  const ConvDescs d = conv_dims(g, node);
+  const dnnl::convolution_forward::desc desc(
+      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any_desc(d.src),
+      any_desc(d.wei), any_desc(d.dst), d.strides, d.dilation, d.pad_l, d.pad_r);
+  const dnnl::convolution_forward::primitive_desc pd(desc, engine);
+  return pd.src_desc() == nhwc_desc(d.src) && pd.dst_desc() == nhwc_desc(d.dst);
+}
+
+// How a linear stage's activations are stored (LinearOp): which of its tensors live in
+// NHWC rather than plain NCHW.
+struct LinearLayout {
+  bool nhwc = false;  // the convolution runs on NHWC activations
+  bool src_stored_nhwc = false, dst_stored_nhwc = false;
+  std::vector<bool> operand_stored_nhwc;  // per post-op
+  std::vector<bool> operand_used_nhwc;    // per post-op: full-size operand of an NHWC conv
+};
+
+// Builds the oneDNN primitive for a node linear_supported() accepts, with `post_ops`.
+// Constant weights are packed once into the layout the primitive prefers. Convolutions
+// choose their activation layout (any), or run NHWC as `layout` says; activations stored
+// otherwise are reordered before / after.
+LinearOp make_linear(const dnnl::engine& engine, dnnl::stream& stream, const Graph& g,
+                     const Node& node, const std::vector<PostOp>& post_ops,
+                     const LinearLayout& layout) {
   LinearOp op;
-  memory::desc src_md, wei_md, dst_md;
-  const bool is_matmul = node.op_type == "MatMul";
-  if (is_matmul) {
+  memory::desc src_md, wei_md, dst_md;  // plain, as the arena holds them
+  const bool weights_constant = g.is_constant(node.inputs[1]);
+  std::optional<memory::desc> chosen_wei;
+  if (node.op_type == "MatMul") {
     Shape as = g.tensor(node.inputs[0]).shape;
     Shape bs = g.tensor(node.inputs[1]).shape;
     if (as.size() == 1) as.insert(as.begin(), 1);
@@ -112,69 +229,68 @@ std::optional<LinearOp> make_linear(const dnnl::engine& engine, const Graph& g, 
     src_md = plain_desc(ad);
     wei_md = plain_desc(bd);
     dst_md = plain_desc(yd);
-  } else if (node.op_type == "Conv") {
-    const Shape& xs = g.tensor(node.inputs[0]).shape;
-    const Shape& ws = g.tensor(node.inputs[1]).shape;
-    if (xs.size() != 4 || node.inputs.size() != 2) return std::nullopt;
-    const WindowGeometry geo =
-        window_geometry(node, {xs.begin() + 2, xs.end()}, {ws.begin() + 2, ws.end()}, false);
-    const std::int64_t group = node.attr_int("group", 1);
-    src_md = plain_desc(to_dims(xs));
-    dst_md = plain_desc(to_dims(ys));
-    if (group == 1) {
-      wei_md = plain_desc(to_dims(ws));
-    } else {
-      wei_md = plain_desc({group, ws[0] / group, ws[1], ws[2], ws[3]});
-    }
-    memory::dims strides(geo.strides.begin(), geo.strides.end());
-    memory::dims dil;
-    for (auto d : geo.dilations) dil.push_back(d - 1);
-    memory::dims pl(geo.pad_begin.begin(), geo.pad_begin.end());
-    memory::dims pr(geo.pad_end.begin(), geo.pad_end.end());
-    dnnl::primitive_attr attr;
-    dnnl::post_ops po;
-    for (const auto& p : post_ops) {
-      if (p.kind == PostOp::Kind::Eltwise) {
-        po.append_eltwise(1.0f, p.algorithm, p.alpha, p.beta);
-      } else {
-        po.append_binary(p.algorithm, plain_desc(padded(g.tensor(p.operand).shape, 4)));
-      }
-    }
-    attr.set_post_ops(po);
-    const dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
-                                               dnnl::algorithm::convolution_direct, src_md, wei_md,
-                                               dst_md, strides, dil, pl, pr);
-    const dnnl::convolution_forward::primitive_desc pd(desc, attr, engine);
-    op.prim = dnnl::convolution_forward(pd);
-  } else {
-    return std::nullopt;
-  }
-  if (is_matmul) {
-    dnnl::primitive_attr attr;
-    dnnl::post_ops po;
-    for (const auto& p : post_ops) {
-      if (p.kind == PostOp::Kind::Eltwise) {
-        po.append_eltwise(1.0f, p.algorithm, p.alpha, p.beta);
-      } else {
-        po.append_binary(p.algorithm,
-                         plain_desc(padded(g.tensor(p.operand).shape,
-                                           static_cast<std::size_t>(dst_md.data.ndims))));
-      }
-    }
-    attr.set_post_ops(po);
-    const dnnl::matmul::desc desc(src_md, wei_md, dst_md);
-    const dnnl::matmul::primitive_desc pd(desc, attr, engine);
+    const dnnl::matmul::desc desc(src_md, weights_constant ? any_desc(bd) : wei_md, dst_md);
+    const dnnl::matmul::primitive_desc pd(desc, post_op_attr(g, post_ops, rank, {}), engine);
     op.prim = dnnl::matmul(pd);
+    op.implementation = pd.impl_info_str();
+    op.src = memory(src_md, engine, DNNL_MEMORY_NONE);
+    op.dst = memory(dst_md, engine, DNNL_MEMORY_NONE);
+    chosen_wei = pd.weights_desc();
+  } else {
+    const ConvDescs d = conv_dims(g, node);
+    src_md = plain_desc(d.src);
+    dst_md = plain_desc(d.dst);
+    wei_md = plain_desc(d.wei);
+    const bool choose = weights_constant;
+    const memory::desc src_want = layout.nhwc ? nhwc_desc(d.src)
+                                  : choose    ? any_desc(d.src)
+                                              : src_md;
+    const memory::desc dst_want = layout.nhwc ? nhwc_desc(d.dst)
+                                  : choose    ? any_desc(d.dst)
+                                              : dst_md;
+    const dnnl::convolution_forward::desc desc(
+        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_want,
+        choose ? any_desc(d.wei) : wei_md, dst_want, d.strides, d.dilation, d.pad_l, d.pad_r);
+    const dnnl::convolution_forward::primitive_desc pd(
+        desc, post_op_attr(g, post_ops, 4, layout.operand_used_nhwc), engine);
+    op.prim = dnnl::convolution_forward(pd);
+    op.implementation = pd.impl_info_str();
+    op.src = memory(pd.src_desc(), engine, DNNL_MEMORY_NONE);
+    op.dst = memory(pd.dst_desc(), engine, DNNL_MEMORY_NONE);
+    const memory::desc src_stored = layout.src_stored_nhwc ? nhwc_desc(d.src) : src_md;
+    const memory::desc dst_stored = layout.dst_stored_nhwc ? nhwc_desc(d.dst) : dst_md;
+    if (pd.src_desc() != src_stored) {
+      op.src_user = memory(src_stored, engine, DNNL_MEMORY_NONE);
+      op.src_reorder = dnnl::reorder(op.src_user, op.src);
+    }
+    if (pd.dst_desc() != dst_stored) {
+      op.dst_user = memory(dst_stored, engine, DNNL_MEMORY_NONE);
+      op.dst_reorder = dnnl::reorder(op.dst, op.dst_user);
+    }
+    chosen_wei = pd.weights_desc();
   }
-  op.src = memory(src_md, engine, DNNL_MEMORY_NONE);
-  op.wei = memory(wei_md, engine, DNNL_MEMORY_NONE);
-  op.dst = memory(dst_md, engine, DNNL_MEMORY_NONE);
+  if (*chosen_wei != wei_md) {
+    // Only reached for constant weights: pack them once.
+    const Tensor& w = *g.tensor(node.inputs[1]).data;
+    memory user(wei_md, engine, const_cast<std::byte*>(w.raw()));
+    op.wei = memory(*chosen_wei, engine);
+    dnnl::reorder(user, op.wei).execute(stream, user, op.wei);
+    stream.wait();
+    op.packed_weights = true;
+  } else {
+    op.wei = memory(wei_md, engine, DNNL_MEMORY_NONE);
+  }
   op.args = {{DNNL_ARG_SRC, op.src}, {DNNL_ARG_WEIGHTS, op.wei}, {DNNL_ARG_DST, op.dst}};
+  const auto rank = static_cast<std::size_t>(dst_md.data.ndims);
   for (std::size_t i = 0; i < post_ops.size(); ++i) {
     if (post_ops[i].kind != PostOp::Kind::Binary) continue;
-    const auto md = plain_desc(
-        padded(g.tensor(post_ops[i].operand).shape, static_cast<std::size_t>(dst_md.data.ndims)));
-    op.binary.push_back(memory(md, engine, DNNL_MEMORY_NONE));
+    const memory::desc stored = operand_desc(g, post_ops[i], rank, layout.operand_stored_nhwc, i);
+    const memory::desc used = operand_desc(g, post_ops[i], rank, layout.operand_used_nhwc, i);
+    op.binary.push_back(memory(used, engine, DNNL_MEMORY_NONE));
+    op.binary_user.push_back(memory(stored, engine, DNNL_MEMORY_NONE));
+    op.binary_reorder.emplace_back();
+    if (stored != used)
+      op.binary_reorder.back() = dnnl::reorder(op.binary_user.back(), op.binary.back());
     op.args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1] =
         op.binary.back();
   }
@@ -248,7 +364,9 @@ struct PlanExecutor::Impl {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
   std::byte* arena = nullptr;
-  std::byte* scratch = nullptr;  // one pool every kernel's intermediates share
+  std::byte* scratch = nullptr;      // one pool every kernel's intermediates share
+  std::byte* layout_pool = nullptr;  // blocked copies of a convolution's source and result
+  std::int64_t layout_peak = 0;
   std::unordered_map<std::string, std::int64_t> arena_offset;
   std::vector<const std::byte*> input_ptrs;  // bound per execute()
   std::unordered_map<std::string, std::size_t> input_index;
@@ -257,7 +375,11 @@ struct PlanExecutor::Impl {
 
   // A linear primitive on oneDNN, epilogue folded in as post-ops.
   struct LinearStage {
-    LinearOp op;
+    const Node* node = nullptr;
+    std::vector<PostOp> post_ops;
+    std::string src, dst;       // the tensors read and written (as the arena names them)
+    bool prefers_nhwc = false;  // conv_prefers_nhwc
+    LinearOp op;                // built once every stage is known (build_linear_ops)
     Location a, b, y;
     std::vector<Location> extra;
     std::vector<const void*> extra_ptrs;  // reused every run
@@ -282,6 +404,7 @@ struct PlanExecutor::Impl {
     std::optional<LinearStage> linear;
     std::optional<LoopStage> loop;
     std::optional<ReferenceStage> reference;
+    std::vector<std::string> reads;  // loop/reference stages: tensors read (arena names)
   };
   std::vector<std::vector<Stage>> kernels;
   std::int64_t scratch_peak = 0;
@@ -311,18 +434,55 @@ struct PlanExecutor::Impl {
     // Scratch offsets are known per kernel before the pool exists: compile against a
     // null base, then bind every scratch location once the pool is allocated.
     for (const auto& pk : p.kernels) kernels.push_back(compile(pk));
+    std::set<std::string> plain_only(g.outputs.begin(), g.outputs.end());
+    for (const auto& [alt, main] : alternatives) {
+      if (plain_only.count(main)) plain_only.insert(alt);
+    }
+    build_linear_ops(choose_channels_last(plain_only));
     scratch = static_cast<std::byte*>(
         std::aligned_alloc(64, static_cast<std::size_t>((scratch_peak + 63) / 64 * 64 + 64)));
     stats.scratch_bytes = scratch_peak;
+    layout_pool = static_cast<std::byte*>(
+        std::aligned_alloc(64, static_cast<std::size_t>((layout_peak + 63) / 64 * 64 + 64)));
+    stats.layout_bytes = layout_peak;
     for (auto& stages : kernels) {
       for (auto& st : stages) {
         if (st.reference) bind_views(*st.reference);
+        if (st.linear) bind_layout_buffers(st.linear->op);
       }
     }
   }
   ~Impl() {
     std::free(arena);
     std::free(scratch);
+    std::free(layout_pool);
+  }
+
+  // Stages run one after another, so every convolution's blocked source (at 0) and
+  // result (after it) share one pool.
+  static std::int64_t aligned(std::int64_t bytes) { return (bytes + 63) / 64 * 64; }
+  // The memories of `op` that live in the layout pool, in pool order.
+  static std::vector<memory*> pooled(LinearOp& op) {
+    std::vector<memory*> m;
+    if (op.src_reorder) m.push_back(&op.src);
+    if (op.dst_reorder) m.push_back(&op.dst);
+    for (std::size_t i = 0; i < op.binary.size(); ++i) {
+      if (op.binary_reorder[i]) m.push_back(&op.binary[i]);
+    }
+    return m;
+  }
+  static std::int64_t layout_bytes(LinearOp& op) {
+    std::int64_t total = 0;
+    for (memory* m : pooled(op))
+      total += aligned(static_cast<std::int64_t>(m->get_desc().get_size()));
+    return total;
+  }
+  void bind_layout_buffers(LinearOp& op) {
+    std::int64_t off = 0;
+    for (memory* m : pooled(op)) {
+      m->set_data_handle(layout_pool + off);
+      off += aligned(static_cast<std::int64_t>(m->get_desc().get_size()));
+    }
   }
 
   std::optional<Location> locate_or_none(const std::string& t) const {
@@ -371,8 +531,77 @@ struct PlanExecutor::Impl {
   // Where each tensor of one kernel lives while compiling it.
   struct KernelLayout {
     std::unordered_map<std::string, Location> where;
+    std::unordered_map<std::string, std::string> source;  // kernel input -> arena tensor
     std::int64_t scratch_used = 0;
+    std::string arena_name(const std::string& t) const {
+      auto it = source.find(t);
+      return it == source.end() ? t : it->second;
+    }
   };
+
+  // The tensors that stay in NHWC between convolutions: written by a convolution that
+  // runs NHWC, read only by such convolutions (as source or as a full-size binary
+  // post-op operand, e.g. a residual), and not a graph output. oneDNN's fast AVX-512
+  // convolutions run channels-last; keeping their hand-offs channels-last saves the two
+  // reorders per convolution that plain NCHW arena tensors would cost.
+  std::set<std::string> choose_channels_last(const std::set<std::string>& plain_only) {
+    std::set<std::string> chosen, refused(plain_only);
+    for (auto& stages : kernels) {
+      for (Stage& st : stages) {
+        if (!st.linear) {
+          refused.insert(st.reads.begin(), st.reads.end());
+          continue;
+        }
+        LinearStage& l = *st.linear;
+        l.prefers_nhwc = l.node->op_type == "Conv" && conv_prefers_nhwc(engine, graph, *l.node);
+        if (!l.prefers_nhwc) {
+          refused.insert(l.src);
+          refused.insert(l.dst);
+          for (const auto& po : l.post_ops) refused.insert(po.operand);
+          continue;
+        }
+        chosen.insert(l.dst);
+        const Shape& out = graph.tensor(l.dst).shape;
+        for (const auto& po : l.post_ops) {
+          if (po.kind == PostOp::Kind::Binary && graph.tensor(po.operand).shape != out) {
+            refused.insert(po.operand);
+          }
+        }
+      }
+    }
+    std::set<std::string> result;
+    for (const auto& t : chosen) {
+      if (!refused.count(t)) result.insert(t);
+    }
+    return result;
+  }
+
+  void build_linear_ops(const std::set<std::string>& nhwc) {
+    for (auto& stages : kernels) {
+      for (Stage& st : stages) {
+        if (!st.linear) continue;
+        LinearStage& l = *st.linear;
+        LinearLayout layout;
+        layout.nhwc = l.prefers_nhwc;
+        layout.src_stored_nhwc = nhwc.count(l.src) > 0;
+        layout.dst_stored_nhwc = nhwc.count(l.dst) > 0;
+        for (const auto& po : l.post_ops) {
+          const bool binary = po.kind == PostOp::Kind::Binary;
+          layout.operand_stored_nhwc.push_back(binary && nhwc.count(po.operand) > 0);
+          layout.operand_used_nhwc.push_back(binary && l.prefers_nhwc &&
+                                             graph.tensor(po.operand).shape ==
+                                                 graph.tensor(l.dst).shape);
+        }
+        l.op = make_linear(engine, stream, graph, *l.node, l.post_ops, layout);
+        layout_peak = std::max(layout_peak, layout_bytes(l.op));
+        if (l.op.packed_weights) {
+          stats.packed_weight_bytes += static_cast<std::int64_t>(l.op.wei.get_desc().get_size());
+        }
+        if (l.op.src_reorder || l.op.dst_reorder || layout.nhwc) ++stats.blocked_convolutions;
+        stats.nhwc_handoffs += layout.src_stored_nhwc;
+      }
+    }
+  }
 
   Location place(KernelLayout& layout, const std::string& t) {
     if (auto it = layout.where.find(t); it != layout.where.end()) return it->second;
@@ -441,17 +670,22 @@ struct PlanExecutor::Impl {
       post_ops.push_back(*po);
       chain = n.outputs[0];
     }
-    auto op = make_linear(engine, graph, lin, post_ops);
-    if (!op) return std::nullopt;
-    LinearStage st{std::move(*op),
-                   place(layout, lin.inputs[0]),
-                   place(layout, lin.inputs[1]),
-                   place(layout, chain),
-                   {},
-                   {}};
-    for (const auto& p : post_ops) {
-      if (p.kind == PostOp::Kind::Binary) st.extra.push_back(place(layout, p.operand));
+    if (!linear_supported(graph, lin)) return std::nullopt;
+    LinearStage st;
+    st.node = &lin;
+    st.src = layout.arena_name(lin.inputs[0]);
+    st.dst = chain;
+    st.a = place(layout, lin.inputs[0]);
+    st.b = place(layout, lin.inputs[1]);
+    st.y = place(layout, chain);
+    for (auto p : post_ops) {
+      if (p.kind != PostOp::Kind::Binary) continue;
+      st.extra.push_back(place(layout, p.operand));
     }
+    for (auto& p : post_ops) {
+      if (p.kind == PostOp::Kind::Binary) p.operand = layout.arena_name(p.operand);
+    }
+    st.post_ops = std::move(post_ops);
     st.extra_ptrs.resize(st.extra.size());
     return std::make_pair(std::move(st), end - pos);
   }
@@ -526,10 +760,19 @@ struct PlanExecutor::Impl {
     }
   }
 
+  Stage reference(const Node& n, KernelLayout& layout) {
+    std::vector<std::string> reads;
+    for (const auto& t : n.inputs) {
+      if (!t.empty()) reads.push_back(layout.arena_name(t));
+    }
+    return Stage{std::nullopt, std::nullopt, reference_stage(n, layout), std::move(reads)};
+  }
+
   std::vector<Stage> compile(const PlannedKernel& pk) {
     KernelLayout layout;
     for (std::size_t i = 0; i < pk.inputs.size(); ++i) {
       layout.where[pk.inputs[i]] = locate(pk.sources[i]);
+      layout.source[pk.inputs[i]] = pk.sources[i];
     }
     std::vector<Stage> stages;
     std::size_t pos = 0;
@@ -542,13 +785,12 @@ struct PlanExecutor::Impl {
         if (auto st = linear_stage(pk, pos, layout)) {
           stats.dnnl_primitives += 1;
           stats.epilogue_primitives += st->second - 1;
-          stages.push_back(Stage{std::move(st->first), std::nullopt, std::nullopt});
+          stages.push_back(Stage{std::move(st->first), std::nullopt, std::nullopt, {}});
           pos += st->second;
           continue;
         }
         ++stats.reference_primitives;
-        stages.push_back(
-            Stage{std::nullopt, std::nullopt, reference_stage(graph.nodes[pk.nodes[pos]], layout)});
+        stages.push_back(reference(graph.nodes[pk.nodes[pos]], layout));
         ++pos;
         continue;
       }
@@ -560,7 +802,9 @@ struct PlanExecutor::Impl {
         if (auto st = loop_stage(pk, pos, end, layout)) {
           stats.fused_loop_primitives += end - pos;
           ++stats.fused_loops;
-          stages.push_back(Stage{std::nullopt, std::move(*st), std::nullopt});
+          std::vector<std::string> reads;
+          for (const auto& t : st->loop->reads()) reads.push_back(layout.arena_name(t));
+          stages.push_back(Stage{std::nullopt, std::move(*st), std::nullopt, std::move(reads)});
           pos = end;
           placed = true;
           break;
@@ -568,8 +812,7 @@ struct PlanExecutor::Impl {
       }
       if (placed) continue;
       ++stats.reference_primitives;
-      stages.push_back(
-          Stage{std::nullopt, std::nullopt, reference_stage(graph.nodes[pk.nodes[pos]], layout)});
+      stages.push_back(reference(graph.nodes[pk.nodes[pos]], layout));
       ++pos;
     }
     if (stages.size() == 1 && stages[0].linear) ++stats.fused_linear_kernels;

@@ -11,8 +11,9 @@
 #include <array>
 #include <cstdint>
 #include <exception>
-#include <thread>
 #include <vector>
+
+#include <omp.h>
 
 #include "ir/ops/window_geometry.hpp"
 
@@ -23,7 +24,7 @@ namespace orchid::reference {
 template <typename Fn>
 void parallel_for(std::int64_t items, std::int64_t cost_per_item, Fn&& fn) {
   constexpr std::int64_t kMinWorkPerThread = 1 << 18;
-  const std::int64_t hw = std::max<std::int64_t>(1, std::thread::hardware_concurrency());
+  const std::int64_t hw = std::max<std::int64_t>(1, omp_get_max_threads());
   const std::int64_t by_work = std::max<std::int64_t>(
       1, items * std::max<std::int64_t>(cost_per_item, 1) / kMinWorkPerThread);
   const std::int64_t threads = std::min({hw, std::int64_t{16}, items, by_work});
@@ -31,21 +32,18 @@ void parallel_for(std::int64_t items, std::int64_t cost_per_item, Fn&& fn) {
     if (items > 0) fn(std::int64_t{0}, items);
     return;
   }
-  std::vector<std::thread> pool;
+  // OpenMP, like oneDNN and the fused loops: one thread pool for the whole process.
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(threads));
-  pool.reserve(static_cast<std::size_t>(threads));
+#pragma omp parallel for num_threads(static_cast <int>(threads)) schedule(static, 1)
   for (std::int64_t t = 0; t < threads; ++t) {
     const std::int64_t begin = items * t / threads;
     const std::int64_t end = items * (t + 1) / threads;
-    pool.emplace_back([&, t, begin, end] {
-      try {
-        fn(begin, end);
-      } catch (...) {
-        errors[static_cast<std::size_t>(t)] = std::current_exception();
-      }
-    });
+    try {
+      fn(begin, end);
+    } catch (...) {
+      errors[static_cast<std::size_t>(t)] = std::current_exception();
+    }
   }
-  for (auto& th : pool) th.join();
   for (auto& e : errors) {
     if (e) std::rethrow_exception(e);
   }

@@ -37,6 +37,7 @@ struct RunOptions {
   std::string plan;    // a plan JSON from `orchid orchestrate --json`
   std::string plan_kind = "optimal";  // with --device: which plan to execute
   CostCliOptions cost;                // with --device: --profile, --profile-db
+  int kernel_times = 0;               // with a plan: list this many slowest kernels
 };
 
 // Reads a plan JSON and checks it against a fresh fission of `model` (deterministic):
@@ -107,6 +108,34 @@ std::string file_name_for(const std::string& tensor_name) {
   return out;
 }
 
+// The slowest kernels: median over --repeat timed runs of each kernel, printed after
+// the whole-model timing (the per-kernel clock reads are not part of it).
+std::string time_kernels(PlanExecutor& executor, const TensorMap& feed, const RunOptions& options) {
+  std::vector<std::vector<double>> runs;
+  for (int r = 0; r < options.repeat; ++r) runs.push_back(executor.execute_timed(feed));
+  const std::size_t count = runs.front().size();
+  std::vector<std::pair<double, std::size_t>> median_us;
+  double total = 0;
+  for (std::size_t k = 0; k < count; ++k) {
+    std::vector<double> xs;
+    for (const auto& run : runs) xs.push_back(run[k]);
+    std::sort(xs.begin(), xs.end());
+    median_us.emplace_back(xs[xs.size() / 2], k);
+    total += xs[xs.size() / 2];
+  }
+  std::sort(median_us.begin(), median_us.end(), std::greater<>());
+  std::string out = fmt::format("kernel times (median of {} run(s), sum {:.2f} ms):\n",
+                                options.repeat, total / 1e3);
+  const std::size_t shown =
+      std::min<std::size_t>(count, static_cast<std::size_t>(options.kernel_times));
+  for (std::size_t i = 0; i < shown; ++i) {
+    const auto [us, k] = median_us[i];
+    out += fmt::format("  #{:<4} {:9.3f} ms {:5.1f}%  {}\n", k, us / 1e3,
+                       total > 0 ? 100 * us / total : 0.0, executor.describe_kernel(k));
+  }
+  return out;
+}
+
 void run(const RunOptions& options) {
   if (options.repeat < 1) fail("--repeat must be at least 1, got {}", options.repeat);
   const LoadedModel loaded = load_model(options.model.model, options.model.import_options());
@@ -144,6 +173,7 @@ void run(const RunOptions& options) {
   TensorMap outputs;
   std::string engine = "reference interpreter";
   std::optional<PlanExecutorStats> stats;
+  std::string kernel_breakdown;
   if (!options.device.empty() || !options.plan.empty()) {
     FissionResult fission_result;
     Plan plan;
@@ -172,6 +202,7 @@ void run(const RunOptions& options) {
     }
     outputs = executor.outputs();
     stats = executor.stats();
+    if (options.kernel_times > 0) kernel_breakdown = time_kernels(executor, feed, options);
   } else {
     ReferenceInterpreter interpreter(g);
     for (int r = 0; r < options.repeat; ++r) {
@@ -225,6 +256,8 @@ void run(const RunOptions& options) {
         static_cast<double>(stats->layout_bytes) / mib);
   }
 
+  if (!kernel_breakdown.empty()) fmt::print("{}", kernel_breakdown);
+
   if (!options.save_outputs.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(options.save_outputs, ec);
@@ -255,6 +288,10 @@ Action add_run_command(CLI::App& app) {
                   "Orchestrate for this device (only 'cpu') and execute the optimal plan");
   cmd->add_option("--plan", options->plan,
                   "Execute a plan written by `orchid orchestrate --json` for this model");
+  cmd->add_option("--kernel-times", options->kernel_times,
+                  "With --device or --plan: list the N slowest kernels (median per kernel over "
+                  "--repeat extra runs) and how each runs")
+      ->check(CLI::NonNegativeNumber);
   add_plan_kind_option(*cmd, options->plan_kind,
                        "With --device: which plan to execute (optimal, operator-level, "
                        "per-primitive, greedy-fusion)");

@@ -86,7 +86,10 @@ KernelTiming time_kernel(const KernelView& kernel, const KernelTimerOptions& opt
     const auto plan = build_plan(index, no_alternatives, {KernelChoice{all, 0.0}}, "profile");
     if (!plan) fail("kernel timer: the kernel cannot be scheduled");
     const TensorMap inputs = make_random_inputs(g, options.seed);
-    PlanExecutor executor(g, *plan, no_alternatives);
+    // As inside a model: tensors convolutions exchange stay in their NHWC layout.
+    PlanExecutorOptions executor_options;
+    executor_options.boundary_in_conv_layout = true;
+    PlanExecutor executor(g, *plan, no_alternatives, executor_options);
     for (int r = 0; r < std::max(1, options.warmup_runs); ++r) executor.execute(inputs);
     std::vector<double> times;
     double spent = 0;

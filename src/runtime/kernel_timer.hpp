@@ -21,7 +21,9 @@ namespace orchid {
 
 // Bump when the timing methodology (or the executor's way of running a kernel) changes
 // so much that stored measurements should be taken again.
-constexpr int kKernelTimerVersion = 2;  // 2: weights flushed from the caches before each run
+// 2: weights flushed from the caches before each run; 3: convolutions timed with NHWC
+// inputs/outputs, as they exchange them inside a model.
+constexpr int kKernelTimerVersion = 3;
 
 struct KernelTimerOptions {
   int warmup_runs = 1;           // untimed runs first (page faults, oneDNN JIT)

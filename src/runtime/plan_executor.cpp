@@ -2,6 +2,8 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -297,6 +299,59 @@ LinearOp make_linear(const dnnl::engine& engine, dnnl::stream& stream, const Gra
   return op;
 }
 
+// A 2-D MaxPool / AveragePool on oneDNN (plain NCHW in and out), or nullopt outside
+// what it maps exactly: f32, one output (no Indices), no dilation, and for AveragePool
+// with count_include_pad no ceil_mode (oneDNN would count the ceil-extended taps too).
+struct PoolOp {
+  dnnl::primitive prim;
+  memory src, dst;
+  std::unordered_map<int, memory> args;
+  std::string implementation;
+};
+
+std::optional<PoolOp> make_pool(const dnnl::engine& engine, const Graph& g, const Node& node) {
+  const bool max = node.op_type == "MaxPool";
+  if (!max && node.op_type != "AveragePool") return std::nullopt;
+  if (node.inputs.size() != 1 || node.outputs.size() != 1) return std::nullopt;
+  const TensorInfo& x = g.tensor(node.inputs[0]);
+  const TensorInfo& y = g.tensor(node.outputs[0]);
+  if (x.dtype != DType::F32 || x.shape.size() != 4) return std::nullopt;
+  if (node.attr_int("storage_order", 0) != 0) return std::nullopt;
+  const bool ceil = node.attr_int("ceil_mode", 0) != 0;
+  const bool include_pad = node.attr_int("count_include_pad", 0) != 0;
+  if (!max && include_pad && ceil) return std::nullopt;
+  const auto kernel = node.attr_ints("kernel_shape", {});
+  if (kernel.size() != 2) return std::nullopt;
+  const WindowGeometry geo =
+      window_geometry(node, {x.shape.begin() + 2, x.shape.end()}, kernel, ceil);
+  for (auto d : geo.dilations) {
+    if (d != 1) return std::nullopt;
+  }
+  memory::dims pr(2);
+  for (std::size_t d = 0; d < 2; ++d) {  // right padding that yields ONNX's output size
+    pr[d] = (y.shape[2 + d] - 1) * geo.strides[d] + kernel[d] - x.shape[2 + d] - geo.pad_begin[d];
+    if (pr[d] < 0) return std::nullopt;
+  }
+  const memory::desc src_md = plain_desc(to_dims(x.shape));
+  const memory::desc dst_md = plain_desc(to_dims(y.shape));
+  const auto alg = max           ? dnnl::algorithm::pooling_max
+                   : include_pad ? dnnl::algorithm::pooling_avg_include_padding
+                                 : dnnl::algorithm::pooling_avg_exclude_padding;
+  const dnnl::pooling_forward::desc desc(dnnl::prop_kind::forward_inference, alg, src_md, dst_md,
+                                         memory::dims(geo.strides.begin(), geo.strides.end()),
+                                         memory::dims(kernel.begin(), kernel.end()),
+                                         memory::dims(geo.pad_begin.begin(), geo.pad_begin.end()),
+                                         pr);
+  const dnnl::pooling_forward::primitive_desc pd(desc, engine);
+  PoolOp op;
+  op.prim = dnnl::pooling_forward(pd);
+  op.implementation = pd.impl_info_str();
+  op.src = memory(src_md, engine, DNNL_MEMORY_NONE);
+  op.dst = memory(dst_md, engine, DNNL_MEMORY_NONE);
+  op.args = {{DNNL_ARG_SRC, op.src}, {DNNL_ARG_DST, op.dst}};
+  return op;
+}
+
 bool is_f32(const Graph& g, const std::string& t) {
   return g.tensor(t).dtype == DType::F32;
 }
@@ -400,17 +455,25 @@ struct PlanExecutor::Impl {
     std::vector<const Tensor*> in_constants;            // per node input
     std::vector<std::pair<std::size_t, std::size_t>> rebound;  // in_views[i] <- input k
   };
+  struct PoolStage {
+    PoolOp op;
+    Location x, y;
+  };
   struct Stage {
     std::optional<LinearStage> linear;
     std::optional<LoopStage> loop;
     std::optional<ReferenceStage> reference;
+    std::optional<PoolStage> pool;
     std::vector<std::string> reads;  // loop/reference stages: tensors read (arena names)
   };
   std::vector<std::vector<Stage>> kernels;
   std::int64_t scratch_peak = 0;
 
-  Impl(const Graph& g, const Plan& p, const std::map<std::string, std::string>& alternatives)
-      : graph(g), plan(p) {
+  PlanExecutorOptions options;
+
+  Impl(const Graph& g, const Plan& p, const std::map<std::string, std::string>& alternatives,
+       const PlanExecutorOptions& opts)
+      : graph(g), plan(p), options(opts) {
     stats.kernels = p.kernels.size();
     stats.arena_bytes = p.arena_bytes;
     for (const auto& w : g.weights()) {
@@ -438,6 +501,7 @@ struct PlanExecutor::Impl {
     for (const auto& [alt, main] : alternatives) {
       if (plain_only.count(main)) plain_only.insert(alt);
     }
+    if (options.boundary_in_conv_layout) plain_only.clear();
     build_linear_ops(choose_channels_last(plain_only));
     scratch = static_cast<std::byte*>(
         std::aligned_alloc(64, static_cast<std::size_t>((scratch_peak + 63) / 64 * 64 + 64)));
@@ -562,9 +626,14 @@ struct PlanExecutor::Impl {
         }
         chosen.insert(l.dst);
         const Shape& out = graph.tensor(l.dst).shape;
+        const bool boundary = options.boundary_in_conv_layout;
+        if (boundary && input_index.count(l.src)) chosen.insert(l.src);
         for (const auto& po : l.post_ops) {
-          if (po.kind == PostOp::Kind::Binary && graph.tensor(po.operand).shape != out) {
+          if (po.kind != PostOp::Kind::Binary) continue;
+          if (graph.tensor(po.operand).shape != out) {
             refused.insert(po.operand);
+          } else if (boundary && input_index.count(po.operand)) {
+            chosen.insert(po.operand);
           }
         }
       }
@@ -638,6 +707,75 @@ struct PlanExecutor::Impl {
     return needed;
   }
 
+  // How many inputs of nodes[from..] of the kernel read `t`.
+  std::size_t readers_from(const PlannedKernel& pk, std::size_t from, const std::string& t) const {
+    std::size_t readers = 0;
+    for (std::size_t i = from; i < pk.nodes.size(); ++i) {
+      for (const auto& in : graph.nodes[pk.nodes[i]].inputs) readers += in == t;
+    }
+    return readers;
+  }
+
+  // An activation that fission spelled as several primitives, starting at nodes[at] and
+  // reading `chain`, as one oneDNN eltwise post-op, with the number of nodes it covers:
+  //   swish  x * Sigmoid(x)                                    (SiLU, YOLOX)
+  //   gelu   x * (Erf(x / sqrt 2) + 1) * 0.5  or  Erf(x * (1 / sqrt 2))  (BERT, ViT)
+  // Only when the pattern's nodes follow each other in the kernel, `chain` has no other
+  // reader and no intermediate is needed elsewhere.
+  std::optional<std::pair<PostOp, std::size_t>> composite_post_op(const PlannedKernel& pk,
+                                                                  std::size_t pos, std::size_t at,
+                                                                  const std::string& chain) const {
+    auto node = [&](std::size_t k) -> const Node* {
+      return at + k < pk.nodes.size() ? &graph.nodes[pk.nodes[at + k]] : nullptr;
+    };
+    auto is = [&](const Node* n, const char* op, std::size_t inputs) {
+      return n && n->op_type == op && n->inputs.size() == inputs && n->outputs.size() == 1 &&
+             is_f32(graph, n->outputs[0]) &&
+             graph.tensor(n->outputs[0]).shape == graph.tensor(chain).shape;
+    };
+    auto other_of = [](const Node* n, const std::string& t) -> std::optional<std::string> {
+      if (n->inputs[0] == t) return n->inputs[1];
+      if (n->inputs[1] == t) return n->inputs[0];
+      return std::nullopt;
+    };
+    auto scalar_near = [&](const std::string& t, double want) {
+      const auto v = constant_scalar(graph, t);
+      return v && std::fabs(*v - want) <= 1e-4 * std::fabs(want);
+    };
+    // Accepts the pattern if it covers `count` nodes and only its last output is needed
+    // after it, and `chain` is read `chain_reads` times, all inside it.
+    auto accept = [&](std::size_t count, std::size_t chain_reads) {
+      const std::set<std::string> needed = needed_after(pk, pos, at + count);
+      const std::string& last = graph.nodes[pk.nodes[at + count - 1]].outputs[0];
+      return needed.size() == 1 && needed.count(last) && readers_from(pk, at, chain) == chain_reads;
+    };
+    auto eltwise = [](dnnl::algorithm a, float alpha) {
+      return PostOp{PostOp::Kind::Eltwise, a, alpha, 0, {}};
+    };
+    const Node* n0 = node(0);
+    const Node* n1 = node(1);
+    if (is(n0, "Sigmoid", 1) && n0->inputs[0] == chain && is(n1, "Mul", 2) &&
+        other_of(n1, chain) == n0->outputs[0] && accept(2, 2)) {
+      return std::make_pair(eltwise(dnnl::algorithm::eltwise_swish, 1.0f), std::size_t{2});
+    }
+    // gelu: scale -> Erf -> Add 1 -> Mul by x -> Mul 0.5
+    const Node* n2 = node(2);
+    const Node* n3 = node(3);
+    const Node* n4 = node(4);
+    if (!(n0 && n0->inputs.size() == 2 && n0->inputs[0] == chain)) return std::nullopt;
+    const bool scaled = (is(n0, "Div", 2) && scalar_near(n0->inputs[1], std::sqrt(2.0))) ||
+                        (is(n0, "Mul", 2) && scalar_near(n0->inputs[1], 1.0 / std::sqrt(2.0)));
+    if (!scaled || !is(n1, "Erf", 1) || n1->inputs[0] != n0->outputs[0]) return std::nullopt;
+    if (!is(n2, "Add", 2)) return std::nullopt;
+    const auto one = other_of(n2, n1->outputs[0]);
+    if (!one || !scalar_near(*one, 1.0)) return std::nullopt;
+    if (!is(n3, "Mul", 2) || other_of(n3, chain) != n2->outputs[0]) return std::nullopt;
+    if (!is(n4, "Mul", 2)) return std::nullopt;
+    const auto half = other_of(n4, n3->outputs[0]);
+    if (!half || !scalar_near(*half, 0.5) || !accept(5, 2)) return std::nullopt;
+    return std::make_pair(eltwise(dnnl::algorithm::eltwise_gelu_erf, 0.0f), std::size_t{5});
+  }
+
   // A linear node at `pos` with the elementwise epilogue that follows it; returns the
   // stage and how many nodes it covers, or nullopt.
   std::optional<std::pair<LinearStage, std::size_t>> linear_stage(const PlannedKernel& pk,
@@ -653,22 +791,26 @@ struct PlanExecutor::Impl {
     std::string chain = lin.outputs[0];
     const Shape& out_shape = graph.tensor(chain).shape;
     std::size_t end = pos + 1;
-    for (; end < pk.nodes.size(); ++end) {
-      // The running value must feed only the next node and stay inside the kernel.
+    while (end < pk.nodes.size()) {
+      // The running value must feed only the next node(s) and stay inside the kernel.
       const std::set<std::string> needed = needed_after(pk, pos, end);
       if (needed.size() != 1 || !needed.count(chain)) break;
       if (std::find(pk.outputs.begin(), pk.outputs.end(), chain) != pk.outputs.end()) break;
-      const Node& n = graph.nodes[pk.nodes[end]];
-      std::size_t readers = 0;
-      for (std::size_t i = end; i < pk.nodes.size(); ++i) {
-        for (const auto& t : graph.nodes[pk.nodes[i]].inputs) readers += t == chain;
+      if (auto composite = composite_post_op(pk, pos, end, chain)) {
+        post_ops.push_back(composite->first);
+        internal.insert(chain);
+        chain = graph.nodes[pk.nodes[end + composite->second - 1]].outputs[0];
+        end += composite->second;
+        continue;
       }
-      if (readers != 1) break;
+      const Node& n = graph.nodes[pk.nodes[end]];
+      if (readers_from(pk, end, chain) != 1) break;
       internal.insert(chain);
       auto po = as_post_op(graph, n, chain, out_shape, internal);
       if (!po) break;
       post_ops.push_back(*po);
       chain = n.outputs[0];
+      ++end;
     }
     if (!linear_supported(graph, lin)) return std::nullopt;
     LinearStage st;
@@ -765,7 +907,14 @@ struct PlanExecutor::Impl {
     for (const auto& t : n.inputs) {
       if (!t.empty()) reads.push_back(layout.arena_name(t));
     }
-    return Stage{std::nullopt, std::nullopt, reference_stage(n, layout), std::move(reads)};
+    if (auto op = make_pool(engine, graph, n)) {
+      ++stats.dnnl_primitives;
+      PoolStage ps{std::move(*op), place(layout, n.inputs[0]), place(layout, n.outputs[0])};
+      return Stage{std::nullopt, std::nullopt, std::nullopt, std::move(ps), std::move(reads)};
+    }
+    ++stats.reference_primitives;
+    return Stage{std::nullopt, std::nullopt, reference_stage(n, layout), std::nullopt,
+                 std::move(reads)};
   }
 
   std::vector<Stage> compile(const PlannedKernel& pk) {
@@ -785,11 +934,11 @@ struct PlanExecutor::Impl {
         if (auto st = linear_stage(pk, pos, layout)) {
           stats.dnnl_primitives += 1;
           stats.epilogue_primitives += st->second - 1;
-          stages.push_back(Stage{std::move(st->first), std::nullopt, std::nullopt, {}});
+          stages.push_back(
+              Stage{std::move(st->first), std::nullopt, std::nullopt, std::nullopt, {}});
           pos += st->second;
           continue;
         }
-        ++stats.reference_primitives;
         stages.push_back(reference(graph.nodes[pk.nodes[pos]], layout));
         ++pos;
         continue;
@@ -804,14 +953,14 @@ struct PlanExecutor::Impl {
           ++stats.fused_loops;
           std::vector<std::string> reads;
           for (const auto& t : st->loop->reads()) reads.push_back(layout.arena_name(t));
-          stages.push_back(Stage{std::nullopt, std::move(*st), std::nullopt, std::move(reads)});
+          stages.push_back(
+              Stage{std::nullopt, std::move(*st), std::nullopt, std::nullopt, std::move(reads)});
           pos = end;
           placed = true;
           break;
         }
       }
       if (placed) continue;
-      ++stats.reference_primitives;
       stages.push_back(reference(graph.nodes[pk.nodes[pos]], layout));
       ++pos;
     }
@@ -825,6 +974,14 @@ struct PlanExecutor::Impl {
       LinearStage& l = *st.linear;
       for (std::size_t i = 0; i < l.extra.size(); ++i) l.extra_ptrs[i] = address(l.extra[i]);
       l.op.run(stream, address(l.a), address(l.b), mutable_address(l.y), l.extra_ptrs);
+      stream.wait();
+      return;
+    }
+    if (st.pool) {
+      PoolStage& p = *st.pool;
+      p.op.src.set_data_handle(const_cast<std::byte*>(address(p.x)));
+      p.op.dst.set_data_handle(mutable_address(p.y));
+      p.op.prim.execute(stream, p.op.args);
       stream.wait();
       return;
     }
@@ -844,7 +1001,7 @@ struct PlanExecutor::Impl {
     r.kernel(*r.node, r.ins, r.out_views);
   }
 
-  void execute(const TensorMap& inputs) {
+  void bind_inputs(const TensorMap& inputs) {
     for (std::size_t i = 0; i < graph.inputs.size(); ++i) {
       auto it = inputs.find(graph.inputs[i]);
       if (it == inputs.end()) fail("plan executor: input '{}' is missing", graph.inputs[i]);
@@ -854,9 +1011,46 @@ struct PlanExecutor::Impl {
       }
       input_ptrs[i] = it->second.raw();
     }
+  }
+  void execute(const TensorMap& inputs) {
+    bind_inputs(inputs);
     for (auto& stages : kernels) {
       for (Stage& st : stages) run_stage(st);
     }
+  }
+  std::vector<double> execute_timed(const TensorMap& inputs) {
+    bind_inputs(inputs);
+    std::vector<double> us;
+    us.reserve(kernels.size());
+    for (auto& stages : kernels) {
+      const auto start = std::chrono::steady_clock::now();
+      for (Stage& st : stages) run_stage(st);
+      us.push_back(
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+              .count());
+    }
+    return us;
+  }
+  std::string describe_kernel(std::size_t k) const {
+    std::string ops, how;
+    for (std::size_t n : plan.kernels.at(k).nodes) {
+      ops += (ops.empty() ? "" : "+") + graph.nodes[n].op_type;
+    }
+    for (const Stage& st : kernels.at(k)) {
+      if (!how.empty()) how += " | ";
+      if (st.linear) {
+        how += "onednn " + st.linear->op.implementation;
+        if (st.linear->op.src_reorder) how += " (reorder in)";
+        if (st.linear->op.dst_reorder) how += " (reorder out)";
+      } else if (st.loop) {
+        how += "fused loop";
+      } else if (st.pool) {
+        how += "onednn " + st.pool->op.implementation;
+      } else {
+        how += "reference " + st.reference->node->op_type;
+      }
+    }
+    return ops + ": " + how;
   }
 
   TensorMap outputs() const {
@@ -872,8 +1066,9 @@ struct PlanExecutor::Impl {
 };
 
 PlanExecutor::PlanExecutor(const Graph& graph, const Plan& plan,
-                           const std::map<std::string, std::string>& alternatives)
-    : impl_(std::make_unique<Impl>(graph, plan, alternatives)) {}
+                           const std::map<std::string, std::string>& alternatives,
+                           const PlanExecutorOptions& options)
+    : impl_(std::make_unique<Impl>(graph, plan, alternatives, options)) {}
 
 PlanExecutor::~PlanExecutor() = default;
 
@@ -887,6 +1082,14 @@ TensorMap PlanExecutor::outputs() const {
 
 const PlanExecutorStats& PlanExecutor::stats() const {
   return impl_->stats;
+}
+
+std::vector<double> PlanExecutor::execute_timed(const TensorMap& inputs) {
+  return impl_->execute_timed(inputs);
+}
+
+std::string PlanExecutor::describe_kernel(std::size_t k) const {
+  return impl_->describe_kernel(k);
 }
 
 }  // namespace orchid

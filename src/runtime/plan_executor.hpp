@@ -45,12 +45,20 @@ struct PlanExecutorStats {
   }
 };
 
+struct PlanExecutorOptions {
+  // Graph inputs and outputs that NHWC convolutions read or write are taken to be stored
+  // NHWC (outputs() then returns their bytes as stored). For timing one kernel as it
+  // runs inside a model, where convolutions hand NHWC tensors to each other.
+  bool boundary_in_conv_layout = false;
+};
+
 class PlanExecutor {
  public:
   // `graph` is the primitive graph the plan indexes into (Orchestration::fission.graph),
   // `alternatives` the fission's alternative map. Both must outlive the executor.
   PlanExecutor(const Graph& graph, const Plan& plan,
-               const std::map<std::string, std::string>& alternatives);
+               const std::map<std::string, std::string>& alternatives,
+               const PlanExecutorOptions& options = {});
   ~PlanExecutor();
   PlanExecutor(const PlanExecutor&) = delete;
   PlanExecutor& operator=(const PlanExecutor&) = delete;
@@ -66,6 +74,12 @@ class PlanExecutor {
   }
 
   const PlanExecutorStats& stats() const;
+
+  // execute(), timing each kernel: microseconds per plan kernel, in plan order.
+  std::vector<double> execute_timed(const TensorMap& inputs);
+  // One line on how kernel `k` runs: its ops and its stages, e.g.
+  // "Conv+Add+Clip: onednn brgconv_1x1:avx512_core".
+  std::string describe_kernel(std::size_t k) const;
 
  private:
   struct Impl;

@@ -91,7 +91,13 @@ std::optional<Reduce> reduce_of(const std::string& op) {
   return std::nullopt;
 }
 
-bool is_data_move(const std::string& op) {
+// Ops that only move elements: their reference kernels, run on a tensor of offsets,
+// say which source element each output element copies. Constant-mode Pad writes a fill
+// value, not a source element, and linear Resize blends several, so those stay out.
+bool is_data_move(const Node& n) {
+  const std::string& op = n.op_type;
+  if (op == "Pad") return n.attr_string("mode", "constant") != "constant";
+  if (op == "Resize") return n.attr_string("mode", "nearest") == "nearest";
   return op == "Transpose" || op == "Reshape" || op == "Slice" || op == "Expand" ||
          op == "Identity" || op == "Gather";
 }
@@ -307,10 +313,10 @@ class Compiler {
       const Node& n = g_.nodes[idx];
       const TensorInfo& out = g_.tensor(n.outputs[0]);
       if (out.dtype != DType::F32 && n.op_type != "Where") {
-        if (!is_data_move(n.op_type)) refuse("{} produces {}", n.describe(), dtype_name(out.dtype));
+        if (!is_data_move(n)) refuse("{} produces {}", n.describe(), dtype_name(out.dtype));
       }
       if (!reduce_of(n.op_type)) {
-        if (!is_data_move(n.op_type) && shape_numel(out.shape) > shape_numel(anchor)) {
+        if (!is_data_move(n) && shape_numel(out.shape) > shape_numel(anchor)) {
           anchor = out.shape;
         }
         continue;
@@ -455,7 +461,7 @@ class Compiler {
   void emit(const Node& n) {
     const std::string& y = n.outputs[0];
     const Shape& ys = g_.tensor(y).shape;
-    if (is_data_move(n.op_type)) {
+    if (is_data_move(n)) {
       emit_data_move(n);
       return;
     }

@@ -299,17 +299,19 @@ LinearOp make_linear(const dnnl::engine& engine, dnnl::stream& stream, const Gra
   return op;
 }
 
-// A 2-D MaxPool / AveragePool on oneDNN (plain NCHW in and out), or nullopt outside
-// what it maps exactly: f32, one output (no Indices), no dilation, and for AveragePool
-// with count_include_pad no ceil_mode (oneDNN would count the ceil-extended taps too).
-struct PoolOp {
+// A oneDNN primitive with one source and one result, both plain NCHW: pooling or
+// resampling.
+struct UnaryDnnlOp {
   dnnl::primitive prim;
   memory src, dst;
   std::unordered_map<int, memory> args;
   std::string implementation;
 };
 
-std::optional<PoolOp> make_pool(const dnnl::engine& engine, const Graph& g, const Node& node) {
+// A 2-D MaxPool / AveragePool, or nullopt outside what oneDNN maps exactly: f32, one
+// output (no Indices), no dilation, and for AveragePool with count_include_pad no
+// ceil_mode (oneDNN would count the ceil-extended taps too).
+std::optional<UnaryDnnlOp> make_pool(const dnnl::engine& engine, const Graph& g, const Node& node) {
   const bool max = node.op_type == "MaxPool";
   if (!max && node.op_type != "AveragePool") return std::nullopt;
   if (node.inputs.size() != 1 || node.outputs.size() != 1) return std::nullopt;
@@ -343,8 +345,48 @@ std::optional<PoolOp> make_pool(const dnnl::engine& engine, const Graph& g, cons
                                          memory::dims(geo.pad_begin.begin(), geo.pad_begin.end()),
                                          pr);
   const dnnl::pooling_forward::primitive_desc pd(desc, engine);
-  PoolOp op;
+  UnaryDnnlOp op;
   op.prim = dnnl::pooling_forward(pd);
+  op.implementation = pd.impl_info_str();
+  op.src = memory(src_md, engine, DNNL_MEMORY_NONE);
+  op.dst = memory(dst_md, engine, DNNL_MEMORY_NONE);
+  op.args = {{DNNL_ARG_SRC, op.src}, {DNNL_ARG_DST, op.dst}};
+  return op;
+}
+
+// A 4-D linear Resize of the spatial axes with half-pixel centres (PyTorch's
+// align_corners=False), or nullopt: oneDNN's linear resampling is exactly that, source
+// coordinates clamped to the edges as in ONNX. The scales must be the size ratios.
+std::optional<UnaryDnnlOp> make_resample(const dnnl::engine& engine, const Graph& g,
+                                         const Node& node) {
+  if (node.op_type != "Resize" || node.outputs.size() != 1) return std::nullopt;
+  if (node.attr_string("mode", "nearest") != "linear") return std::nullopt;
+  const std::string ctm = node.attr_string("coordinate_transformation_mode", "half_pixel");
+  if (ctm != "half_pixel" && ctm != "pytorch_half_pixel") return std::nullopt;
+  if (node.attr_int("antialias", 0) != 0) return std::nullopt;
+  const TensorInfo& x = g.tensor(node.inputs[0]);
+  const TensorInfo& y = g.tensor(node.outputs[0]);
+  if (x.dtype != DType::F32 || x.shape.size() != 4) return std::nullopt;
+  if (x.shape[0] != y.shape[0] || x.shape[1] != y.shape[1]) return std::nullopt;
+  if (ctm == "pytorch_half_pixel" && (y.shape[2] == 1 || y.shape[3] == 1)) return std::nullopt;
+  if (node.has_input(2)) {  // given scales must be the size ratios oneDNN uses
+    if (!g.is_constant(node.inputs[2])) return std::nullopt;
+    const Tensor& scales = *g.tensor(node.inputs[2]).data;
+    if (scales.numel() != 0) {
+      if (scales.numel() != 4) return std::nullopt;
+      for (int d = 2; d < 4; ++d) {
+        const double ratio = static_cast<double>(y.shape[d]) / static_cast<double>(x.shape[d]);
+        if (std::fabs(scales.get_as_double(d) - ratio) > 1e-6 * ratio) return std::nullopt;
+      }
+    }
+  }
+  const memory::desc src_md = plain_desc(to_dims(x.shape));
+  const memory::desc dst_md = plain_desc(to_dims(y.shape));
+  const dnnl::resampling_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                            dnnl::algorithm::resampling_linear, src_md, dst_md);
+  const dnnl::resampling_forward::primitive_desc pd(desc, engine);
+  UnaryDnnlOp op;
+  op.prim = dnnl::resampling_forward(pd);
   op.implementation = pd.impl_info_str();
   op.src = memory(src_md, engine, DNNL_MEMORY_NONE);
   op.dst = memory(dst_md, engine, DNNL_MEMORY_NONE);
@@ -455,15 +497,15 @@ struct PlanExecutor::Impl {
     std::vector<const Tensor*> in_constants;            // per node input
     std::vector<std::pair<std::size_t, std::size_t>> rebound;  // in_views[i] <- input k
   };
-  struct PoolStage {
-    PoolOp op;
+  struct UnaryDnnlStage {
+    UnaryDnnlOp op;
     Location x, y;
   };
   struct Stage {
     std::optional<LinearStage> linear;
     std::optional<LoopStage> loop;
     std::optional<ReferenceStage> reference;
-    std::optional<PoolStage> pool;
+    std::optional<UnaryDnnlStage> pool;
     std::vector<std::string> reads;  // loop/reference stages: tensors read (arena names)
   };
   std::vector<std::vector<Stage>> kernels;
@@ -907,9 +949,11 @@ struct PlanExecutor::Impl {
     for (const auto& t : n.inputs) {
       if (!t.empty()) reads.push_back(layout.arena_name(t));
     }
-    if (auto op = make_pool(engine, graph, n)) {
+    std::optional<UnaryDnnlOp> op = make_pool(engine, graph, n);
+    if (!op) op = make_resample(engine, graph, n);
+    if (op) {
       ++stats.dnnl_primitives;
-      PoolStage ps{std::move(*op), place(layout, n.inputs[0]), place(layout, n.outputs[0])};
+      UnaryDnnlStage ps{std::move(*op), place(layout, n.inputs[0]), place(layout, n.outputs[0])};
       return Stage{std::nullopt, std::nullopt, std::nullopt, std::move(ps), std::move(reads)};
     }
     ++stats.reference_primitives;
@@ -978,7 +1022,7 @@ struct PlanExecutor::Impl {
       return;
     }
     if (st.pool) {
-      PoolStage& p = *st.pool;
+      UnaryDnnlStage& p = *st.pool;
       p.op.src.set_data_handle(const_cast<std::byte*>(address(p.x)));
       p.op.dst.set_data_handle(mutable_address(p.y));
       p.op.prim.execute(stream, p.op.args);

@@ -1,4 +1,5 @@
 #include "runtime/fused/fused_loop.hpp"
+#include "runtime/fused/vector_math.hpp"
 
 #include <omp.h>
 
@@ -353,8 +354,22 @@ class Compiler {
         }
       }
       full = shape_numel(anchor);
+      // At least 64 columns (vector-wide inner loops), at most ~4096 where a dim can be
+      // split (row buffers stay in cache and rows remain to spread over threads).
+      constexpr std::int64_t kMinCols = 64, kMaxCols = 4096;
       std::int64_t c = 1;
-      for (std::size_t d = anchor.size(); d-- > 0 && c < 64;) c *= anchor[d];
+      for (std::size_t d = anchor.size(); d-- > 0 && c < kMinCols;) {
+        std::int64_t k = anchor[d];
+        if (c * k > kMaxCols) {
+          for (std::int64_t f = 1; f <= anchor[d]; ++f) {
+            if (anchor[d] % f == 0 && c * f >= kMinCols) {
+              k = f;
+              break;
+            }
+          }
+        }
+        c *= k;
+      }
       cols = std::max<std::int64_t>(c, 1);
     }
     if (full == 0) refuse("the run has no elements");
@@ -668,6 +683,15 @@ void FusedLoop::Impl::run_rows(std::int64_t begin, std::int64_t end, int thread,
               break;
             case Unary::Clip:
               for (std::int64_t c = 0; c < C; ++c) y[c] = x[c] < a ? a : (x[c] > b ? b : x[c]);
+              break;
+            case Unary::Exp:
+              vector_math::exp(x, y, C);
+              break;
+            case Unary::Erf:
+              vector_math::erf(x, y, C);
+              break;
+            case Unary::Sigmoid:
+              vector_math::sigmoid(x, y, C);
               break;
             default:
               for (std::int64_t c = 0; c < C; ++c) y[c] = apply_unary(u, x[c], a, b);

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
 #include <fmt/format.h>
 
+#include "cost/conv_boundaries.hpp"
 #include "util/error.hpp"
 #include "util/random.hpp"
 
@@ -14,7 +16,7 @@ namespace orchid {
 
 namespace {
 
-constexpr const char* kFormat = "orchid-kernel-signature v1";
+constexpr const char* kFormat = "orchid-kernel-signature v2";  // v2: NHWC boundaries
 
 // Constants whose values can change what a kernel does or how long it takes.
 bool values_matter(const Tensor& t) {
@@ -143,6 +145,8 @@ std::string kernel_canonical_form(const KernelView& k, const std::string& device
   for (std::size_t p = 0; p < n; ++p) canonical_position[order[p]] = p;
 
   const std::unordered_set<std::string> written(k.outputs.begin(), k.outputs.end());
+  // Boundary layouts depend on the neighbours, and change what the kernel costs.
+  const std::set<std::string> nhwc = conv_neighbour_boundaries(k);
   std::map<std::string, std::size_t> input_index;  // external tensor -> first-use index
   std::vector<std::string> input_lines;
   std::string out = fmt::format("{}\ndevice {}\n", kFormat, device);
@@ -163,7 +167,7 @@ std::string kernel_canonical_form(const KernelView& k, const std::string& device
         continue;
       }
       auto [it, fresh] = input_index.emplace(t, input_index.size());
-      if (fresh) input_lines.push_back(describe_input(g, t));
+      if (fresh) input_lines.push_back(describe_input(g, t) + (nhwc.count(t) ? " nhwc" : ""));
       out += fmt::format("i{}", it->second);
     }
     out += ") ->";
@@ -172,7 +176,8 @@ std::string kernel_canonical_form(const KernelView& k, const std::string& device
         out += " -";
         continue;
       }
-      out += fmt::format(" {}{}", type_of(g, t), written.count(t) ? " written" : "");
+      out += fmt::format(" {}{}{}", type_of(g, t), written.count(t) ? " written" : "",
+                         nhwc.count(t) ? " nhwc" : "");
     }
     out += "\n";
   }

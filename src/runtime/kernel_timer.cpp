@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 
+#include "cost/conv_boundaries.hpp"
 #include "orchestrate/candidates.hpp"
 #include "orchestrate/plan.hpp"
 #include "runtime/plan_executor.hpp"
@@ -86,9 +87,10 @@ KernelTiming time_kernel(const KernelView& kernel, const KernelTimerOptions& opt
     const auto plan = build_plan(index, no_alternatives, {KernelChoice{all, 0.0}}, "profile");
     if (!plan) fail("kernel timer: the kernel cannot be scheduled");
     const TensorMap inputs = make_random_inputs(g, options.seed);
-    // As inside a model: tensors convolutions exchange stay in their NHWC layout.
+    // As inside the model: boundary tensors that convolutions exchange with neighbouring
+    // convolutions stay NHWC; the others are plain and cost their reorders.
     PlanExecutorOptions executor_options;
-    executor_options.boundary_in_conv_layout = true;
+    executor_options.boundary_nhwc = conv_neighbour_boundaries(kernel);
     PlanExecutor executor(g, *plan, no_alternatives, executor_options);
     for (int r = 0; r < std::max(1, options.warmup_runs); ++r) executor.execute(inputs);
     std::vector<double> times;

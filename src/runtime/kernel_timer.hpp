@@ -21,8 +21,8 @@ namespace orchid {
 
 // Bump when the timing methodology (or the executor's way of running a kernel) changes
 // so much that stored measurements should be taken again.
-// 2: weights flushed from the caches before each run; 3: convolutions timed with NHWC
-// inputs/outputs, as they exchange them inside a model.
+// 2: weights flushed from the caches before each run; 3: boundary tensors NHWC where
+// the kernel's neighbours are convolutions (conv_neighbour_boundaries), as in a model.
 constexpr int kKernelTimerVersion = 3;
 
 struct KernelTimerOptions {

@@ -64,12 +64,12 @@ bool broadcasts_to(const Shape& small, const Shape& big) {
 
 // One linear primitive on oneDNN, optionally with post-ops. Memory objects are made
 // once; each run only swaps their data handles. Convolutions run in the activation and
-// weight layouts oneDNN prefers on this CPU (blocked, e.g. nChw16c): the arena keeps
-// plain row-major tensors, so the source is reordered into `src_inner` before and the
-// result out of `dst_inner` after the convolution; constant weights are reordered once,
-// at build time, into `packed_weights`. On AVX-512 the blocked direct/Winograd kernels
-// are several times faster than the im2col+GEMM path oneDNN takes for plain layouts,
-// which is worth far more than the two reorders.
+// weight layouts oneDNN prefers on this CPU (NHWC on AVX-512): where the tensor is stored
+// otherwise (plain NCHW), the source is reordered from `src_user` into `src` before and
+// the result from `dst` into `dst_user` after the convolution; constant weights are
+// reordered once, at build time (`packed_weights`). oneDNN's channels-last kernels are
+// several times faster than the im2col+GEMM path it takes for plain layouts, which is
+// worth far more than the reorders.
 struct LinearOp {
   dnnl::primitive prim;
   memory src, wei, dst;       // what the primitive reads and writes
@@ -474,7 +474,7 @@ struct PlanExecutor::Impl {
   struct LinearStage {
     const Node* node = nullptr;
     std::vector<PostOp> post_ops;
-    std::string src, dst;       // the tensors read and written (as the arena names them)
+    std::string src, wei, dst;  // the tensors read and written (as the arena names them)
     bool prefers_nhwc = false;  // conv_prefers_nhwc
     LinearOp op;                // built once every stage is known (build_linear_ops)
     Location a, b, y;
@@ -543,7 +543,7 @@ struct PlanExecutor::Impl {
     for (const auto& [alt, main] : alternatives) {
       if (plain_only.count(main)) plain_only.insert(alt);
     }
-    if (options.boundary_in_conv_layout) plain_only.clear();
+    for (const auto& t : options.boundary_nhwc) plain_only.erase(t);
     build_linear_ops(choose_channels_last(plain_only));
     scratch = static_cast<std::byte*>(
         std::aligned_alloc(64, static_cast<std::size_t>((scratch_peak + 63) / 64 * 64 + 64)));
@@ -659,6 +659,7 @@ struct PlanExecutor::Impl {
           continue;
         }
         LinearStage& l = *st.linear;
+        refused.insert(l.wei);  // weights are read plain
         l.prefers_nhwc = l.node->op_type == "Conv" && conv_prefers_nhwc(engine, graph, *l.node);
         if (!l.prefers_nhwc) {
           refused.insert(l.src);
@@ -668,13 +669,15 @@ struct PlanExecutor::Impl {
         }
         chosen.insert(l.dst);
         const Shape& out = graph.tensor(l.dst).shape;
-        const bool boundary = options.boundary_in_conv_layout;
-        if (boundary && input_index.count(l.src)) chosen.insert(l.src);
+        auto boundary = [&](const std::string& t) {
+          return input_index.count(t) && options.boundary_nhwc.count(t);
+        };
+        if (boundary(l.src)) chosen.insert(l.src);
         for (const auto& po : l.post_ops) {
           if (po.kind != PostOp::Kind::Binary) continue;
           if (graph.tensor(po.operand).shape != out) {
             refused.insert(po.operand);
-          } else if (boundary && input_index.count(po.operand)) {
+          } else if (boundary(po.operand)) {
             chosen.insert(po.operand);
           }
         }
@@ -858,6 +861,7 @@ struct PlanExecutor::Impl {
     LinearStage st;
     st.node = &lin;
     st.src = layout.arena_name(lin.inputs[0]);
+    st.wei = layout.arena_name(lin.inputs[1]);
     st.dst = chain;
     st.a = place(layout, lin.inputs[0]);
     st.b = place(layout, lin.inputs[1]);

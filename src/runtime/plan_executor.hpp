@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "ir/graph.hpp"
@@ -46,10 +47,10 @@ struct PlanExecutorStats {
 };
 
 struct PlanExecutorOptions {
-  // Graph inputs and outputs that NHWC convolutions read or write are taken to be stored
-  // NHWC (outputs() then returns their bytes as stored). For timing one kernel as it
-  // runs inside a model, where convolutions hand NHWC tensors to each other.
-  bool boundary_in_conv_layout = false;
+  // Graph inputs and outputs (of a one-kernel graph) that may be stored NHWC when NHWC
+  // convolutions read or write them (outputs() then returns their bytes as stored): for
+  // timing a kernel as it runs inside a model (conv_neighbour_boundaries).
+  std::set<std::string> boundary_nhwc;
 };
 
 class PlanExecutor {

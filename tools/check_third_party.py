@@ -4,6 +4,11 @@ Face encoders) with random weights and runs `orchid inspect` and `orchid run` on
 recording whether orchid accepts it and, if not, the one-line reason it gives.
 
 Usage: .venv/bin/python tools/check_third_party.py [--orchid build/orchid] [--out FILE.md]
+                                                    [--only PREFIX[,PREFIX...]] [--ort]
+
+--only keeps the models whose name starts with one of the prefixes (e.g. transformers);
+--ort also runs ONNX Runtime on the same inputs and reports orchid's largest deviation
+(tolerance |a - b| <= 1e-4 + 1e-3 |b|, as for the zoo).
 """
 import argparse
 import os
@@ -51,16 +56,61 @@ def huggingface_models():
             ["input_ids", "attention_mask"]
 
 
+def sanitize(name):
+    for c in "/:\\":
+        name = name.replace(c, "_")
+    return name
+
+
+def ort_inputs(path, folder):
+    """Deterministic inputs (tools/compare_onnxruntime.py's make_inputs) saved as .npy,
+    as `orchid run --input` arguments."""
+    import numpy as np
+    import onnx
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    from compare_onnxruntime import make_inputs
+    os.makedirs(folder, exist_ok=True)
+    args = []
+    for k, v in make_inputs(onnx.load(path, load_external_data=False)).items():
+        f = os.path.join(folder, sanitize(k) + ".npy")
+        np.save(f, v)
+        args += ["--input", f"{k}={f}"]
+    return args
+
+
+def compare_with_ort(path, inputs, outs):
+    import numpy as np
+    import onnxruntime as ort
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    feed = {i.name: np.load(os.path.join(inputs, sanitize(i.name) + ".npy"))
+            for i in sess.get_inputs()}
+    worst, bad = 0.0, []
+    for meta, want in zip(sess.get_outputs(), sess.run(None, feed)):
+        got = np.load(os.path.join(outs, sanitize(meta.name) + ".npy")).astype(np.float64)
+        want = np.asarray(want).astype(np.float64)
+        d = np.abs(got - want)
+        worst = max(worst, float(d.max(initial=0)))
+        if got.shape != want.shape or not np.all(d <= 1e-4 + 1e-3 * np.abs(want)):
+            bad.append(meta.name)
+    return (f"MISMATCH vs ONNX Runtime ({', '.join(bad)}; max err {worst:.2g})" if bad
+            else f"matches ONNX Runtime (max err {worst:.1g})")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--orchid", default=os.path.join(ROOT, "build", "orchid"))
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "third_party.md"))
+    parser.add_argument("--only", default="", help="comma-separated name prefixes")
+    parser.add_argument("--ort", action="store_true", help="compare outputs with ONNX Runtime")
     args = parser.parse_args()
+    prefixes = [p for p in args.only.split(",") if p]
     torch.manual_seed(0)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for source in (torchvision_models, huggingface_models):
             for name, make, example, input_names in source():
+                if prefixes and not any(name.startswith(p) for p in prefixes):
+                    continue
                 path = os.path.join(tmp, name + ".onnx")
                 try:
                     model = make().eval()
@@ -70,11 +120,24 @@ def main():
                 except Exception as e:  # export failures are torch's, not orchid's
                     rows.append((name, "export failed", str(e).splitlines()[0][:160], ""))
                     continue
+                inspect = subprocess.run([args.orchid, "inspect", path], capture_output=True,
+                                         text=True)
+                if inspect.returncode != 0:
+                    rows.append((name, "refused", inspect.stderr.strip().replace(path, name + ".onnx")
+                                 .replace("|", "/")[:300], ""))
+                    print(rows[-1], flush=True)
+                    continue
                 t0 = time.monotonic()
-                run = subprocess.run([args.orchid, "run", path], capture_output=True, text=True)
+                outs = os.path.join(tmp, name + ".out")
+                cmd = [args.orchid, "run", path, "--save-outputs", outs]
+                if args.ort:
+                    cmd += ort_inputs(path, os.path.join(tmp, name + ".in"))
+                run = subprocess.run(cmd, capture_output=True, text=True)
                 wall = time.monotonic() - t0
                 if run.returncode == 0:
-                    rows.append((name, "runs", "", f"{wall:.1f} s"))
+                    note = compare_with_ort(path, os.path.join(tmp, name + ".in"), outs) \
+                        if args.ort else ""
+                    rows.append((name, "runs", note, f"{wall:.1f} s"))
                 else:
                     rows.append((name, "refused", run.stderr.strip().replace(path, name + ".onnx")
                                  .replace("|", "/")[:300], ""))

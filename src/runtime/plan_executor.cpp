@@ -124,16 +124,32 @@ memory::desc nhwc_desc(const memory::dims& dims) {
   return memory::desc(dims, memory::data_type::f32, memory::format_tag::nhwc);
 }
 
+// How a post-op operand's shape maps onto the primitive's dims: right-aligned to `rank`,
+// and for a MatMul run as one 2-D GEMM (`collapse`), every dim but the last folded
+// into rows (the operand then spans either all rows or one).
+struct OperandShaping {
+  std::size_t rank = 0;
+  bool collapse = false;
+};
+
+memory::dims operand_dims(const Shape& shape, const OperandShaping& sh) {
+  memory::dims d = padded(shape, sh.rank);
+  if (!sh.collapse) return d;
+  std::int64_t rows = 1;
+  for (std::size_t i = 0; i + 1 < d.size(); ++i) rows *= d[i];
+  return {rows, d.back()};
+}
+
 // A binary post-op's operand as stored: plain, or NHWC when the layout says so.
-memory::desc operand_desc(const Graph& g, const PostOp& p, std::size_t rank,
+memory::desc operand_desc(const Graph& g, const PostOp& p, const OperandShaping& sh,
                           const std::vector<bool>& stored_nhwc, std::size_t index) {
-  const memory::dims dims = padded(g.tensor(p.operand).shape, rank);
+  const memory::dims dims = operand_dims(g.tensor(p.operand).shape, sh);
   if (index < stored_nhwc.size() && stored_nhwc[index]) return nhwc_desc(dims);
   return plain_desc(dims);
 }
 
 dnnl::primitive_attr post_op_attr(const Graph& g, const std::vector<PostOp>& post_ops,
-                                  std::size_t rank, const std::vector<bool>& stored_nhwc) {
+                                  const OperandShaping& sh, const std::vector<bool>& stored_nhwc) {
   dnnl::primitive_attr attr;
   dnnl::post_ops po;
   for (std::size_t i = 0; i < post_ops.size(); ++i) {
@@ -141,7 +157,7 @@ dnnl::primitive_attr post_op_attr(const Graph& g, const std::vector<PostOp>& pos
     if (p.kind == PostOp::Kind::Eltwise) {
       po.append_eltwise(1.0f, p.algorithm, p.alpha, p.beta);
     } else {
-      po.append_binary(p.algorithm, operand_desc(g, p, rank, stored_nhwc, i));
+      po.append_binary(p.algorithm, operand_desc(g, p, sh, stored_nhwc, i));
     }
   }
   attr.set_post_ops(po);
@@ -217,6 +233,7 @@ LinearOp make_linear(const dnnl::engine& engine, dnnl::stream& stream, const Gra
   memory::desc src_md, wei_md, dst_md;  // plain, as the arena holds them
   const bool weights_constant = g.is_constant(node.inputs[1]);
   std::optional<memory::desc> chosen_wei;
+  OperandShaping shaping{4, false};
   if (node.op_type == "MatMul") {
     Shape as = g.tensor(node.inputs[0]).shape;
     Shape bs = g.tensor(node.inputs[1]).shape;
@@ -228,11 +245,35 @@ LinearOp make_linear(const dnnl::engine& engine, dnnl::stream& stream, const Gra
     for (std::size_t i = 0; i + 2 < rank; ++i) yd[i] = ad[i] == 1 ? bd[i] : ad[i];
     yd[rank - 2] = ad[rank - 2];
     yd[rank - 1] = bd[rank - 1];
-    src_md = plain_desc(ad);
-    wei_md = plain_desc(bd);
-    dst_md = plain_desc(yd);
-    const dnnl::matmul::desc desc(src_md, weights_constant ? any_desc(bd) : wei_md, dst_md);
-    const dnnl::matmul::primitive_desc pd(desc, post_op_attr(g, post_ops, rank, {}), engine);
+    shaping.rank = rank;
+    // Weights shared by every batch ([K, N], e.g. torchvision ViT's [L, 1, E] tokens):
+    // one [B*M, K] x [K, N] GEMM instead of B small ones (197 GEMVs for ViT-B/16).
+    bool shared = rank > 2;
+    for (std::size_t i = 0; i + 2 < rank; ++i) shared = shared && bd[i] == 1;
+    for (const auto& p : post_ops) {
+      if (!shared || p.kind != PostOp::Kind::Binary) continue;
+      const memory::dims od = padded(g.tensor(p.operand).shape, rank);
+      bool all_rows = true, one_row = true;
+      for (std::size_t i = 0; i + 1 < rank; ++i) {
+        all_rows = all_rows && od[i] == yd[i];
+        one_row = one_row && od[i] == 1;
+      }
+      shared = all_rows || one_row;
+    }
+    memory::dims ad2 = ad, bd2 = bd, yd2 = yd;
+    if (shared) {
+      shaping.collapse = true;
+      std::int64_t rows = 1;
+      for (std::size_t i = 0; i + 1 < rank; ++i) rows *= ad[i];
+      ad2 = {rows, ad[rank - 1]};
+      bd2 = {bd[rank - 2], bd[rank - 1]};
+      yd2 = {rows, yd[rank - 1]};
+    }
+    src_md = plain_desc(ad2);
+    wei_md = plain_desc(bd2);
+    dst_md = plain_desc(yd2);
+    const dnnl::matmul::desc desc(src_md, weights_constant ? any_desc(bd2) : wei_md, dst_md);
+    const dnnl::matmul::primitive_desc pd(desc, post_op_attr(g, post_ops, shaping, {}), engine);
     op.prim = dnnl::matmul(pd);
     op.implementation = pd.impl_info_str();
     op.src = memory(src_md, engine, DNNL_MEMORY_NONE);
@@ -254,7 +295,7 @@ LinearOp make_linear(const dnnl::engine& engine, dnnl::stream& stream, const Gra
         dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_want,
         choose ? any_desc(d.wei) : wei_md, dst_want, d.strides, d.dilation, d.pad_l, d.pad_r);
     const dnnl::convolution_forward::primitive_desc pd(
-        desc, post_op_attr(g, post_ops, 4, layout.operand_used_nhwc), engine);
+        desc, post_op_attr(g, post_ops, shaping, layout.operand_used_nhwc), engine);
     op.prim = dnnl::convolution_forward(pd);
     op.implementation = pd.impl_info_str();
     op.src = memory(pd.src_desc(), engine, DNNL_MEMORY_NONE);
@@ -283,11 +324,11 @@ LinearOp make_linear(const dnnl::engine& engine, dnnl::stream& stream, const Gra
     op.wei = memory(wei_md, engine, DNNL_MEMORY_NONE);
   }
   op.args = {{DNNL_ARG_SRC, op.src}, {DNNL_ARG_WEIGHTS, op.wei}, {DNNL_ARG_DST, op.dst}};
-  const auto rank = static_cast<std::size_t>(dst_md.data.ndims);
   for (std::size_t i = 0; i < post_ops.size(); ++i) {
     if (post_ops[i].kind != PostOp::Kind::Binary) continue;
-    const memory::desc stored = operand_desc(g, post_ops[i], rank, layout.operand_stored_nhwc, i);
-    const memory::desc used = operand_desc(g, post_ops[i], rank, layout.operand_used_nhwc, i);
+    const memory::desc stored =
+        operand_desc(g, post_ops[i], shaping, layout.operand_stored_nhwc, i);
+    const memory::desc used = operand_desc(g, post_ops[i], shaping, layout.operand_used_nhwc, i);
     op.binary.push_back(memory(used, engine, DNNL_MEMORY_NONE));
     op.binary_user.push_back(memory(stored, engine, DNNL_MEMORY_NONE));
     op.binary_reorder.emplace_back();

@@ -41,6 +41,19 @@ def torchvision_models():
             ([torch.rand(3, 320, 320)],), ["images"]
 
 
+class Encoder(torch.nn.Module):
+    """(input_ids, attention_mask) -> last hidden state, by keyword: newer transformers
+    models take other arguments in second place, and no cache."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, attention_mask):
+        kwargs = {"use_cache": False} if "use_cache" in self.model.forward.__code__.co_varnames else {}
+        return self.model(input_ids=input_ids, attention_mask=attention_mask, **kwargs)[0]
+
+
 def huggingface_models():
     import transformers as tf
     seq = 64
@@ -52,7 +65,7 @@ def huggingface_models():
                            ("gpt2", tf.GPT2Config(n_layer=4), tf.GPT2Model)]:
         ids = torch.randint(0, 1000, (1, seq))
         mask = torch.ones(1, seq, dtype=torch.int64)
-        yield f"transformers.{name}", lambda c=cfg, k=cls: k(c), (ids, mask), \
+        yield f"transformers.{name}", lambda c=cfg, k=cls: Encoder(k(c)), (ids, mask), \
             ["input_ids", "attention_mask"]
 
 

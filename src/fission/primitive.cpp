@@ -33,7 +33,7 @@ const std::unordered_map<std::string, PrimitiveClass>& primitive_table() {
       (*t)[op] = PrimitiveClass::ReduceBroadcast;
     }
     for (const char* op : {"Transpose", "Reshape", "Slice", "Concat", "Pad", "Gather", "Resize",
-                           "Identity", "ScatterND"}) {
+                           "Identity", "ScatterND", "GatherElements"}) {
       (*t)[op] = PrimitiveClass::Layout;
     }
     for (const char* op : {"MatMul", "Conv", "ConvTranspose"}) {

@@ -236,6 +236,33 @@ std::vector<TensorType> infer_gather(const ShapeContext& ctx) {
   return {{x.dtype, out}};
 }
 
+// GatherElements: out[i...] = data[i... with axis coordinate replaced by indices[i...]];
+// indices has data's rank, the output its shape.
+std::vector<TensorType> infer_gather_elements(const ShapeContext& ctx) {
+  const TensorType x = ctx.input(0);
+  ctx.require_dtype(1, {DType::I64, DType::I32});
+  const Shape& idx = ctx.input_shape(1);
+  const auto rank = static_cast<std::int64_t>(x.shape.size());
+  if (rank == 0) ctx.fail("data must have rank >= 1");
+  if (static_cast<std::int64_t>(idx.size()) != rank) {
+    ctx.fail("indices have rank {}, data rank {}", idx.size(), rank);
+  }
+  const auto axis = static_cast<std::size_t>(
+      normalize_axis(ctx.node().attr_int("axis", 0), rank, ctx.node().describe()));
+  for (std::size_t d = 0; d < idx.size(); ++d) {
+    if (d != axis && idx[d] > x.shape[d]) {
+      ctx.fail("indices dim {} is {}, larger than data's {}", d, idx[d], x.shape[d]);
+    }
+  }
+  if (const Tensor* c = ctx.constant(1)) {
+    const std::int64_t dim = x.shape[axis];
+    for (auto v : c->to_int64s()) {
+      if (v < -dim || v >= dim) ctx.fail("index {} is out of range for axis of size {}", v, dim);
+    }
+  }
+  return {{x.dtype, idx}};
+}
+
 std::vector<TensorType> infer_expand(const ShapeContext& ctx) {
   const TensorType x = ctx.input(0);
   const auto shape = int_input(ctx, 1, "target shape");
@@ -293,6 +320,7 @@ void register_layout_ops(OpSchemaTable& table) {
   table["Pad"] = {"Pad", 2, 4, 1, 1, infer_pad};
   table["Resize"] = {"Resize", 1, 4, 1, 1, infer_resize};
   table["Gather"] = {"Gather", 2, 2, 1, 1, infer_gather};
+  table["GatherElements"] = {"GatherElements", 2, 2, 1, 1, infer_gather_elements};
   table["Expand"] = {"Expand", 2, 2, 1, 1, infer_expand};
   table["Tile"] = {"Tile", 2, 2, 1, 1, infer_tile};
   table["DepthToSpace"] = {"DepthToSpace", 1, 1, 1, 1, infer_depth_to_space};

@@ -238,6 +238,35 @@ void scatter_nd(const Node& node, std::span<const Tensor* const> inputs,
   }
 }
 
+void gather_elements(const Node& node, std::span<const Tensor* const> inputs,
+                     std::span<Tensor> outputs) {
+  const Tensor& x = *inputs[0];
+  const Tensor& idx = *inputs[1];
+  Tensor& y = outputs[0];
+  const std::size_t rank = x.rank();
+  const auto axis = static_cast<std::size_t>(normalize_axis(
+      node.attr_int("axis", 0), static_cast<std::int64_t>(rank), node.describe()));
+  const std::size_t elem = dtype_size(x.dtype());
+  const Strides in_strides = shape_strides(x.shape());
+  const std::vector<std::int64_t> index = idx.to_int64s();
+  const std::int64_t dim = x.shape()[axis];
+  std::vector<std::int64_t> pos(rank, 0);
+  std::byte* out = y.raw();
+  for (std::int64_t flat = 0; flat < y.numel(); ++flat) {
+    std::int64_t v = index[static_cast<std::size_t>(flat)];
+    if (v < 0) v += dim;
+    if (v < 0 || v >= dim) fail("{}: index {} out of range for axis {}", node.describe(), v, axis);
+    std::int64_t src = 0;
+    for (std::size_t d = 0; d < rank; ++d) src += (d == axis ? v : pos[d]) * in_strides[d];
+    std::memcpy(out, x.raw() + static_cast<std::size_t>(src) * elem, elem);
+    out += elem;
+    for (std::size_t d = rank; d-- > 0;) {
+      if (++pos[d] < y.shape()[d]) break;
+      pos[d] = 0;
+    }
+  }
+}
+
 void gather(const Node& node, std::span<const Tensor* const> inputs, std::span<Tensor> outputs) {
   const Tensor& x = *inputs[0];
   const Tensor& idx = *inputs[1];
@@ -429,6 +458,7 @@ void register_layout_kernels(ReferenceKernelTable& table) {
   table["Pad"] = pad;
   table["Resize"] = resize;
   table["Gather"] = gather;
+  table["GatherElements"] = gather_elements;
   table["ScatterND"] = scatter_nd;
   table["Expand"] = expand;
   table["Tile"] = tile;

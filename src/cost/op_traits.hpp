@@ -33,7 +33,7 @@ inline OpTraits op_traits(const std::string& op_type) {
     for (const char* op :
          {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
           "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp", "ArgMax", "ArgMin",
-          "GlobalAveragePool", "GlobalMaxPool"}) {
+          "GlobalAveragePool", "GlobalMaxPool", "CumSum"}) {
       t[op] = {OpKind::Reduction, false};
     }
     for (const char* op : {"MaxPool", "AveragePool", "LpPool"}) t[op] = {OpKind::Window, false};

@@ -29,7 +29,7 @@ const std::unordered_map<std::string, PrimitiveClass>& primitive_table() {
       (*t)[op] = PrimitiveClass::Elementwise;
     }
     for (const char* op : {"ReduceSum", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd",
-                           "ArgMax", "ArgMin", "MaxPool", "AveragePool", "Expand"}) {
+                           "ArgMax", "ArgMin", "MaxPool", "AveragePool", "Expand", "CumSum"}) {
       (*t)[op] = PrimitiveClass::ReduceBroadcast;
     }
     for (const char* op : {"Transpose", "Reshape", "Slice", "Concat", "Pad", "Gather", "Resize",

@@ -48,6 +48,20 @@ ShapeFunction reduce(DTypes allowed) {
   };
 }
 
+// CumSum: same shape; the axis is a scalar input (constant in exported models).
+std::vector<TensorType> infer_cumsum(const ShapeContext& ctx) {
+  ctx.require_dtype(0, {DType::F32, DType::F64, DType::I64, DType::I32});
+  ctx.require_dtype(1, {DType::I64, DType::I32});
+  const Shape& in = ctx.input_shape(0);
+  if (in.empty()) ctx.fail("input must have rank >= 1");
+  if (shape_numel(ctx.input_shape(1)) != 1) ctx.fail("axis must be a scalar");
+  if (const Tensor* axis = ctx.constant(1)) {  // else checked when the kernel runs
+    normalize_axis(axis->to_int64s()[0], static_cast<std::int64_t>(in.size()),
+                   ctx.node().describe());
+  }
+  return {{ctx.input_dtype(0), in}};
+}
+
 std::vector<TensorType> infer_arg(const ShapeContext& ctx) {
   ctx.require_dtype(0, kNumeric);
   check_flag(ctx, "keepdims", 1);
@@ -99,6 +113,7 @@ void register_reduction_ops(OpSchemaTable& table) {
     add(op, 1, 2, reduce(kFloat));
   }
   add("ArgMax", 1, 1, infer_arg);
+  add("CumSum", 2, 2, infer_cumsum);
   add("ArgMin", 1, 1, infer_arg);
   add("Softmax", 1, 1, infer_softmax);
   add("LogSoftmax", 1, 1, infer_softmax);

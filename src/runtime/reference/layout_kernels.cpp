@@ -244,8 +244,8 @@ void gather_elements(const Node& node, std::span<const Tensor* const> inputs,
   const Tensor& idx = *inputs[1];
   Tensor& y = outputs[0];
   const std::size_t rank = x.rank();
-  const auto axis = static_cast<std::size_t>(normalize_axis(
-      node.attr_int("axis", 0), static_cast<std::int64_t>(rank), node.describe()));
+  const auto axis = static_cast<std::size_t>(
+      normalize_axis(node.attr_int("axis", 0), static_cast<std::int64_t>(rank), node.describe()));
   const std::size_t elem = dtype_size(x.dtype());
   const Strides in_strides = shape_strides(x.shape());
   const std::vector<std::int64_t> index = idx.to_int64s();

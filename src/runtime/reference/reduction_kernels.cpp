@@ -244,9 +244,62 @@ void softmax_kernel(const Node& node, Inputs inputs, Outputs outputs) {
   });
 }
 
+// Running sums along one axis, in the input's own type (exact for integers).
+template <typename T>
+void cumsum_typed(const Node& node, const Tensor& x, std::int64_t axis_value, Tensor& y) {
+  const Shape& shape = x.shape();
+  const auto axis = static_cast<std::size_t>(
+      normalize_axis(axis_value, static_cast<std::int64_t>(shape.size()), node.describe()));
+  const bool exclusive = node.attr_int("exclusive", 0) != 0;
+  const bool reverse = node.attr_int("reverse", 0) != 0;
+  std::int64_t outer = 1, inner = 1;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (d < axis) outer *= shape[d];
+    if (d > axis) inner *= shape[d];
+  }
+  const std::int64_t n = shape[axis];
+  const T* in = x.data<T>();
+  T* out = y.data<T>();
+  for (std::int64_t o = 0; o < outer; ++o) {
+    for (std::int64_t i = 0; i < inner; ++i) {
+      T sum = T(0);
+      for (std::int64_t step = 0; step < n; ++step) {
+        const std::int64_t k = reverse ? n - 1 - step : step;
+        const std::int64_t at = (o * n + k) * inner + i;
+        if (exclusive) {
+          out[at] = sum;
+          sum += in[at];
+        } else {
+          sum += in[at];
+          out[at] = sum;
+        }
+      }
+    }
+  }
+}
+
+void cumsum_kernel(const Node& node, std::span<const Tensor* const> inputs,
+                   std::span<Tensor> outputs) {
+  const Tensor& x = *inputs[0];
+  const std::int64_t axis = inputs[1]->to_int64s().at(0);
+  switch (x.dtype()) {
+    case DType::F32:
+      return cumsum_typed<float>(node, x, axis, outputs[0]);
+    case DType::F64:
+      return cumsum_typed<double>(node, x, axis, outputs[0]);
+    case DType::I64:
+      return cumsum_typed<std::int64_t>(node, x, axis, outputs[0]);
+    case DType::I32:
+      return cumsum_typed<std::int32_t>(node, x, axis, outputs[0]);
+    default:
+      unsupported("{}: CumSum of {}", node.describe(), dtype_name(x.dtype()));
+  }
+}
+
 }  // namespace
 
 void register_reduction_kernels(ReferenceKernelTable& table) {
+  table["CumSum"] = cumsum_kernel;
   table["ReduceSum"] = reduce_kernel<Reduce::Sum>;
   table["ReduceMean"] = reduce_kernel<Reduce::Mean>;
   table["ReduceMax"] = reduce_kernel<Reduce::Max>;

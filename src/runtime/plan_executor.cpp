@@ -503,7 +503,7 @@ struct PlanExecutor::Impl {
   dnnl::stream stream{engine};
   std::byte* arena = nullptr;
   std::byte* scratch = nullptr;      // one pool every kernel's intermediates share
-  std::byte* layout_pool = nullptr;  // blocked copies of a convolution's source and result
+  std::byte* layout_pool = nullptr;  // reordered copies of a convolution's source, result, operands
   std::int64_t layout_peak = 0;
   std::unordered_map<std::string, std::int64_t> arena_offset;
   std::vector<const std::byte*> input_ptrs;  // bound per execute()
@@ -546,8 +546,8 @@ struct PlanExecutor::Impl {
     std::optional<LinearStage> linear;
     std::optional<LoopStage> loop;
     std::optional<ReferenceStage> reference;
-    std::optional<UnaryDnnlStage> pool;
-    std::vector<std::string> reads;  // loop/reference stages: tensors read (arena names)
+    std::optional<UnaryDnnlStage> unary;  // pooling or resampling on oneDNN
+    std::vector<std::string> reads;       // loop/reference stages: tensors read (arena names)
   };
   std::vector<std::vector<Stage>> kernels;
   std::int64_t scratch_peak = 0;
@@ -605,8 +605,8 @@ struct PlanExecutor::Impl {
     std::free(layout_pool);
   }
 
-  // Stages run one after another, so every convolution's blocked source (at 0) and
-  // result (after it) share one pool.
+  // Stages run one after another, so the reordered copies of every convolution share
+  // one pool (source, result, operands, in that order).
   static std::int64_t aligned(std::int64_t bytes) { return (bytes + 63) / 64 * 64; }
   // The memories of `op` that live in the layout pool, in pool order.
   static std::vector<memory*> pooled(LinearOp& op) {
@@ -1066,8 +1066,8 @@ struct PlanExecutor::Impl {
       stream.wait();
       return;
     }
-    if (st.pool) {
-      UnaryDnnlStage& p = *st.pool;
+    if (st.unary) {
+      UnaryDnnlStage& p = *st.unary;
       p.op.src.set_data_handle(const_cast<std::byte*>(address(p.x)));
       p.op.dst.set_data_handle(mutable_address(p.y));
       p.op.prim.execute(stream, p.op.args);
@@ -1133,8 +1133,8 @@ struct PlanExecutor::Impl {
         if (st.linear->op.dst_reorder) how += " (reorder out)";
       } else if (st.loop) {
         how += "fused loop";
-      } else if (st.pool) {
-        how += "onednn " + st.pool->op.implementation;
+      } else if (st.unary) {
+        how += "onednn " + st.unary->op.implementation;
       } else {
         how += "reference " + st.reference->node->op_type;
       }

@@ -349,6 +349,18 @@ struct UnaryDnnlOp {
   std::string implementation;
 };
 
+UnaryDnnlOp unary_dnnl_op(dnnl::primitive prim, std::string implementation,
+                          const memory::desc& src_md, const memory::desc& dst_md,
+                          const dnnl::engine& engine) {
+  UnaryDnnlOp op;
+  op.prim = std::move(prim);
+  op.implementation = std::move(implementation);
+  op.src = memory(src_md, engine, DNNL_MEMORY_NONE);
+  op.dst = memory(dst_md, engine, DNNL_MEMORY_NONE);
+  op.args = {{DNNL_ARG_SRC, op.src}, {DNNL_ARG_DST, op.dst}};
+  return op;
+}
+
 // A 2-D MaxPool / AveragePool, or nullopt outside what oneDNN maps exactly: f32, one
 // output (no Indices), no dilation, and for AveragePool with count_include_pad no
 // ceil_mode (oneDNN would count the ceil-extended taps too).
@@ -386,13 +398,7 @@ std::optional<UnaryDnnlOp> make_pool(const dnnl::engine& engine, const Graph& g,
                                          memory::dims(geo.pad_begin.begin(), geo.pad_begin.end()),
                                          pr);
   const dnnl::pooling_forward::primitive_desc pd(desc, engine);
-  UnaryDnnlOp op;
-  op.prim = dnnl::pooling_forward(pd);
-  op.implementation = pd.impl_info_str();
-  op.src = memory(src_md, engine, DNNL_MEMORY_NONE);
-  op.dst = memory(dst_md, engine, DNNL_MEMORY_NONE);
-  op.args = {{DNNL_ARG_SRC, op.src}, {DNNL_ARG_DST, op.dst}};
-  return op;
+  return unary_dnnl_op(dnnl::pooling_forward(pd), pd.impl_info_str(), src_md, dst_md, engine);
 }
 
 // A 4-D linear Resize of the spatial axes with half-pixel centres (PyTorch's
@@ -426,13 +432,7 @@ std::optional<UnaryDnnlOp> make_resample(const dnnl::engine& engine, const Graph
   const dnnl::resampling_forward::desc desc(dnnl::prop_kind::forward_inference,
                                             dnnl::algorithm::resampling_linear, src_md, dst_md);
   const dnnl::resampling_forward::primitive_desc pd(desc, engine);
-  UnaryDnnlOp op;
-  op.prim = dnnl::resampling_forward(pd);
-  op.implementation = pd.impl_info_str();
-  op.src = memory(src_md, engine, DNNL_MEMORY_NONE);
-  op.dst = memory(dst_md, engine, DNNL_MEMORY_NONE);
-  op.args = {{DNNL_ARG_SRC, op.src}, {DNNL_ARG_DST, op.dst}};
-  return op;
+  return unary_dnnl_op(dnnl::resampling_forward(pd), pd.impl_info_str(), src_md, dst_md, engine);
 }
 
 bool is_f32(const Graph& g, const std::string& t) {

@@ -215,24 +215,30 @@ std::vector<TensorType> infer_scatter_nd(const ShapeContext& ctx) {
   return {{ctx.input_dtype(0), data}};
 }
 
-std::vector<TensorType> infer_gather(const ShapeContext& ctx) {
-  const TensorType x = ctx.input(0);
+// Gather and GatherElements: the axis they index along (data must have rank >= 1);
+// constant indices are range-checked now, so bad models fail at import.
+std::size_t gather_axis(const ShapeContext& ctx, const Shape& data) {
   ctx.require_dtype(1, {DType::I64, DType::I32});
-  const Shape& idx = ctx.input_shape(1);
-  const auto rank = static_cast<std::int64_t>(x.shape.size());
+  const auto rank = static_cast<std::int64_t>(data.size());
   if (rank == 0) ctx.fail("data must have rank >= 1");
   const auto axis = static_cast<std::size_t>(
       normalize_axis(ctx.node().attr_int("axis", 0), rank, ctx.node().describe()));
-  Shape out(x.shape.begin(), x.shape.begin() + static_cast<std::ptrdiff_t>(axis));
-  out.insert(out.end(), idx.begin(), idx.end());
-  out.insert(out.end(), x.shape.begin() + static_cast<std::ptrdiff_t>(axis) + 1, x.shape.end());
-  // Constant indices can be range-checked now, so bad models fail at import.
   if (const Tensor* c = ctx.constant(1)) {
-    const std::int64_t dim = x.shape[axis];
+    const std::int64_t dim = data[axis];
     for (auto v : c->to_int64s()) {
       if (v < -dim || v >= dim) ctx.fail("index {} is out of range for axis of size {}", v, dim);
     }
   }
+  return axis;
+}
+
+std::vector<TensorType> infer_gather(const ShapeContext& ctx) {
+  const TensorType x = ctx.input(0);
+  const std::size_t axis = gather_axis(ctx, x.shape);
+  const Shape& idx = ctx.input_shape(1);
+  Shape out(x.shape.begin(), x.shape.begin() + static_cast<std::ptrdiff_t>(axis));
+  out.insert(out.end(), idx.begin(), idx.end());
+  out.insert(out.end(), x.shape.begin() + static_cast<std::ptrdiff_t>(axis) + 1, x.shape.end());
   return {{x.dtype, out}};
 }
 
@@ -240,24 +246,14 @@ std::vector<TensorType> infer_gather(const ShapeContext& ctx) {
 // indices has data's rank, the output its shape.
 std::vector<TensorType> infer_gather_elements(const ShapeContext& ctx) {
   const TensorType x = ctx.input(0);
-  ctx.require_dtype(1, {DType::I64, DType::I32});
   const Shape& idx = ctx.input_shape(1);
-  const auto rank = static_cast<std::int64_t>(x.shape.size());
-  if (rank == 0) ctx.fail("data must have rank >= 1");
-  if (static_cast<std::int64_t>(idx.size()) != rank) {
-    ctx.fail("indices have rank {}, data rank {}", idx.size(), rank);
+  if (idx.size() != x.shape.size()) {
+    ctx.fail("indices have rank {}, data rank {}", idx.size(), x.shape.size());
   }
-  const auto axis = static_cast<std::size_t>(
-      normalize_axis(ctx.node().attr_int("axis", 0), rank, ctx.node().describe()));
+  const std::size_t axis = gather_axis(ctx, x.shape);
   for (std::size_t d = 0; d < idx.size(); ++d) {
     if (d != axis && idx[d] > x.shape[d]) {
       ctx.fail("indices dim {} is {}, larger than data's {}", d, idx[d], x.shape[d]);
-    }
-  }
-  if (const Tensor* c = ctx.constant(1)) {
-    const std::int64_t dim = x.shape[axis];
-    for (auto v : c->to_int64s()) {
-      if (v < -dim || v >= dim) ctx.fail("index {} is out of range for axis of size {}", v, dim);
     }
   }
   return {{x.dtype, idx}};

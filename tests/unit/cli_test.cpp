@@ -1,5 +1,6 @@
 // The `orchid` binary as a user runs it: exit codes, one-line errors, outputs on disk.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -20,7 +21,11 @@ struct Result {
 };
 
 Result run_cli(const std::string& args) {
-  const fs::path err_file = fs::temp_directory_path() / "orchid_cli_test_stderr.txt";
+  // One file per process and call: ctest runs the Cli tests in parallel processes.
+  static int calls = 0;
+  const fs::path err_file =
+      fs::temp_directory_path() / ("orchid_cli_test_stderr_" + std::to_string(getpid()) + "_" +
+                                   std::to_string(++calls) + ".txt");
   const std::string cmd = std::string(ORCHID_BINARY) + " " + args + " 2>" + err_file.string();
   Result r{0, "", ""};
   FILE* pipe = popen(cmd.c_str(), "r");
@@ -33,6 +38,8 @@ Result run_cli(const std::string& args) {
     while (fgets(buf.data(), buf.size(), f)) r.err += buf.data();
     fclose(f);
   }
+  std::error_code ec;
+  fs::remove(err_file, ec);
   return r;
 }
 

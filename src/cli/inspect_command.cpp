@@ -20,6 +20,7 @@ struct InspectOptions {
 
 std::string type_of(const Graph& g, const std::string& name) {
   const TensorInfo& info = g.tensor(name);
+  if (info.dynamic) return "dynamic (sized by tensor values at run time)";
   return fmt::format("{} {}", dtype_name(info.dtype), shape_to_string(info.shape));
 }
 
@@ -41,6 +42,16 @@ void inspect(const InspectOptions& options) {
   for (const auto& out : g.outputs) fmt::print("output      {}  {}\n", out, type_of(g, out));
   fmt::print("nodes       {} (imported {}, {} folded to constants, {} dead)\n", stats.nodes,
              loaded.stats.nodes_before, loaded.stats.folded_nodes, loaded.stats.dead_nodes);
+  if (loaded.stats.inlined_branches > 0) {
+    fmt::print("branches    {} If node(s) with a constant condition replaced by their branch\n",
+               loaded.stats.inlined_branches);
+  }
+  if (const Node* first = g.first_dynamic_node()) {
+    fmt::print(
+        "dynamic     {} node(s) have data-dependent output shapes, first {}; FLOPs below "
+        "count the static part; only the reference interpreter runs this model\n",
+        loaded.stats.dynamic_nodes, first->describe());
+  }
   fmt::print("tensors     {}\n", stats.tensors);
   fmt::print("parameters  {} ({})\n", human_count(static_cast<double>(stats.parameters)),
              human_bytes(static_cast<double>(stats.parameter_bytes)));

@@ -33,6 +33,7 @@ struct OrchestrateCliOptions {
 void orchestrate_command(const OrchestrateCliOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   const LoadedModel loaded = load_model(o.model.model, o.model.import_options());
+  loaded.graph.require_static_shapes(fmt::format("'{}': kernel orchestration", o.model.model));
   const DeviceSpec spec = load_device_spec(o.device);
   const auto cost_model = make_cost_model(spec, o.cost);
   OrchestrateOptions options;

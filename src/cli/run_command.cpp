@@ -175,6 +175,7 @@ void run(const RunOptions& options) {
   std::optional<PlanExecutorStats> stats;
   std::string kernel_breakdown;
   if (!options.device.empty() || !options.plan.empty()) {
+    g.require_static_shapes(fmt::format("'{}': the plan executor", options.model.model));
     FissionResult fission_result;
     Plan plan;
     if (!options.plan.empty()) {

@@ -113,7 +113,10 @@ void erase_unused_constants(Graph& g) {
 std::vector<std::string> fission_op_types() {
   std::vector<std::string> ops;
   for (const auto& op : supported_op_types()) {
-    if (fission_detail::rule_table().count(op) || fission_detail::op_is_primitive(op)) {
+    // Ops whose output shapes depend on values never reach the rules: a graph holding
+    // them (unfolded) is refused by the static-shape check below.
+    if (fission_detail::rule_table().count(op) || fission_detail::op_is_primitive(op) ||
+        find_op_schema(op)->value_dependent_shape) {
       ops.push_back(op);
     }
   }
@@ -122,6 +125,7 @@ std::vector<std::string> fission_op_types() {
 
 FissionResult fission(const Graph& model, const FissionOptions& options) {
   using namespace fission_detail;
+  model.require_static_shapes("operator fission (kernel orchestration, the plan executor)");
   FissionResult result;
   Graph& g = result.graph;
   g.name = model.name;

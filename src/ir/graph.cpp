@@ -35,6 +35,7 @@ TensorInfo& Graph::set_type(const std::string& name, DType dtype, Shape shape) {
   info.dtype = dtype;
   info.shape = std::move(shape);
   info.has_type = true;
+  info.dynamic = false;
   return info;
 }
 
@@ -42,6 +43,46 @@ TensorInfo& Graph::set_constant(const std::string& name, Tensor value) {
   TensorInfo& info = set_type(name, value.dtype(), value.shape());
   info.data = std::make_shared<const Tensor>(std::move(value));
   return info;
+}
+
+TensorInfo& Graph::set_dynamic(const std::string& name) {
+  TensorInfo& info = add_tensor(name);
+  info.has_type = false;
+  info.dynamic = true;
+  info.shape.clear();
+  info.data.reset();
+  return info;
+}
+
+bool Graph::is_dynamic(const std::string& name) const {
+  auto it = tensors_.find(name);
+  return it != tensors_.end() && it->second.dynamic;
+}
+
+const Node* Graph::first_dynamic_node() const {
+  for (const Node& node : nodes) {
+    if (!node.subgraphs.empty()) return &node;
+    for (const auto& out : node.outputs) {
+      if (!out.empty() && is_dynamic(out)) return &node;
+    }
+  }
+  return nullptr;
+}
+
+void Graph::require_static_shapes(const std::string& what) const {
+  const Node* node = first_dynamic_node();
+  if (!node) return;
+  std::size_t count = 0;
+  for (const Node& n : nodes) {
+    bool dynamic = !n.subgraphs.empty();
+    for (const auto& out : n.outputs) dynamic = dynamic || (!out.empty() && is_dynamic(out));
+    count += dynamic ? 1 : 0;
+  }
+  unsupported(
+      "{} needs static shapes, but graph '{}' has {} node(s) whose output shapes depend on "
+      "tensor values, first {}; only the reference interpreter runs such graphs (orchid run "
+      "without --device/--plan)",
+      what, name, count, node->describe());
 }
 
 bool Graph::is_constant(const std::string& name) const {
@@ -210,6 +251,15 @@ void Graph::validate() const {
     }
   }
   (void)topological_order();  // throws on a cycle
+  for (const Node& node : nodes) {
+    for (const auto& [key, subgraph] : node.subgraphs) {
+      if (subgraph->outputs.size() != node.outputs.size()) {
+        fail("graph '{}': {} has {} outputs but its {} has {}", name, node.describe(),
+             node.outputs.size(), key, subgraph->outputs.size());
+      }
+      subgraph->validate();
+    }
+  }
 }
 
 namespace {
@@ -218,6 +268,7 @@ std::string type_string(const Graph& g, const std::string& t) {
   if (t.empty()) return "<none>";
   if (!g.has_tensor(t)) return t + ":?";
   const TensorInfo& info = g.tensor(t);
+  if (info.dynamic) return t + ":dynamic";
   if (!info.has_type) return t + ":?";
   return fmt::format("{}:{}[{}]{}", t, dtype_name(info.dtype), shape_to_string(info.shape),
                      info.is_constant() ? "=const" : "");
@@ -241,6 +292,16 @@ std::string Graph::to_string() const {
       out += fmt::format(" {}={}", key, attribute_to_string(value));
     }
     out += fmt::format("  # {}\n", node.name);
+    for (const auto& [key, subgraph] : node.subgraphs) {
+      // Indented one level so nested branches read as blocks.
+      const std::string body = subgraph->to_string();
+      std::string indented = "    ";
+      for (std::size_t i = 0; i < body.size(); ++i) {
+        indented += body[i];
+        if (body[i] == '\n' && i + 1 < body.size()) indented += "    ";
+      }
+      out += fmt::format("    {}:\n{}", key, indented);
+    }
   }
   return out;
 }

@@ -19,6 +19,10 @@ struct TensorInfo {
   DType dtype = DType::F32;
   Shape shape;
   bool has_type = false;  // false until the importer or shape inference sets dtype+shape
+  // Shape (and dtype) decided only at run time by tensor values: outputs of NonZero,
+  // NonMaxSuppression, an If with a run-time condition, and everything computed from
+  // them. Such a tensor has no type here; the reference interpreter infers it per run.
+  bool dynamic = false;
   // Set for weights and folded constants; shared because graphs are copied freely.
   std::shared_ptr<const Tensor> data;
 
@@ -42,10 +46,18 @@ class Graph {
   TensorInfo& add_tensor(const std::string& name);
   TensorInfo& set_type(const std::string& name, DType dtype, Shape shape);
   TensorInfo& set_constant(const std::string& name, Tensor value);
+  TensorInfo& set_dynamic(const std::string& name);
   void erase_tensor(const std::string& name) { tensors_.erase(name); }
   const std::unordered_map<std::string, TensorInfo>& tensors() const { return tensors_; }
 
   bool is_constant(const std::string& name) const;
+  bool is_dynamic(const std::string& name) const;
+  // The first node (in node order) whose outputs have data-dependent shapes, or nullptr
+  // when the graph is fully static. Optimizers need static shapes and refuse otherwise.
+  const Node* first_dynamic_node() const;
+  // An orchid::Error naming `what` (e.g. "kernel orchestration") and the first node
+  // with data-dependent shapes, when there is one.
+  void require_static_shapes(const std::string& what) const;
   // Constant tensors that some node consumes, sorted by name: the graph's weights.
   std::vector<std::string> weights() const;
 

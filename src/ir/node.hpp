@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
@@ -12,6 +13,8 @@
 #include "ir/tensor.hpp"
 
 namespace orchid {
+
+class Graph;
 
 using Attribute = std::variant<std::int64_t, float, std::string, std::vector<std::int64_t>,
                                std::vector<float>, std::vector<std::string>, Tensor>;
@@ -25,6 +28,10 @@ struct Node {
   std::map<std::string, Attribute> attributes;
   std::vector<std::string> inputs;  // "" marks an omitted optional input
   std::vector<std::string> outputs;
+  // Control flow: If's then_branch/else_branch. A subgraph's inputs are the outer
+  // tensors it reads (the importer appends them to this node's inputs after the
+  // condition), so every subgraph is self-contained.
+  std::map<std::string, std::shared_ptr<Graph>> subgraphs = {};
 
   // "Conv 'conv1'": how errors refer to a node.
   std::string describe() const;

@@ -33,8 +33,10 @@ const Tensor* ShapeContext::constant(std::size_t i) const {
 const Tensor& ShapeContext::required_constant(std::size_t i, const char* what) const {
   const Tensor* t = constant(i);
   if (!t) {
-    unsupported("input {} ('{}', {}) must be a constant for static shapes", i,
-                has_input(i) ? node_.inputs[i] : std::string("<missing>"), what);
+    throw NotConstantError(fmt::format(
+        "{} (opset {}): unsupported: input {} ('{}', {}) must be a constant for static shapes",
+        node_.describe(), opset(), i, has_input(i) ? node_.inputs[i] : std::string("<missing>"),
+        what));
   }
   return *t;
 }
@@ -58,6 +60,7 @@ const OpSchemaTable& schema_table() {
     register_pooling_ops(t);
     register_layout_ops(t);
     register_constant_ops(t);
+    register_selection_ops(t);
     return t;
   }();
   return table;
@@ -105,6 +108,12 @@ void infer_node_types(Graph& graph, const Node& node) {
   }
   ShapeContext ctx(graph, node);
   std::vector<TensorType> types = schema->infer(ctx);
+  if (schema->value_dependent_shape) {
+    for (const auto& out : node.outputs) {
+      if (!out.empty()) graph.set_dynamic(out);
+    }
+    return;
+  }
   if (types.size() < node.outputs.size()) {
     fail("{}: shape function returned {} types for {} outputs", node.describe(), types.size(),
          node.outputs.size());

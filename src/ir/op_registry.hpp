@@ -14,6 +14,14 @@
 
 namespace orchid {
 
+// A shape function needed the value of an input that is only known at run time (e.g.
+// Reshape's target shape computed from a data-dependent tensor). make_static then
+// leaves the node's outputs dynamic instead of refusing the model.
+class NotConstantError : public UnsupportedError {
+ public:
+  using UnsupportedError::UnsupportedError;
+};
+
 struct TensorType {
   DType dtype = DType::F32;
   Shape shape;
@@ -63,6 +71,9 @@ struct OpSchema {
   int min_outputs = 1;
   int max_outputs = 1;
   ShapeFunction infer;
+  // Output sizes depend on input values (NonZero, NonMaxSuppression): `infer` only checks
+  // attributes and dtypes; the reference kernel computes the outputs and their shapes.
+  bool value_dependent_shape = false;
 };
 
 using OpSchemaTable = std::unordered_map<std::string, OpSchema>;

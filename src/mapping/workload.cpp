@@ -207,6 +207,7 @@ std::string recipe_key(const LayerRecipe& r) {
 }  // namespace
 
 Workload extract_workload(const Graph& graph, std::int64_t batch, const std::string& name) {
+  graph.require_static_shapes("multi-accelerator mapping");
   Workload w;
   w.name = name;
   w.batch = batch;

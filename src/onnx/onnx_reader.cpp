@@ -64,31 +64,40 @@ class Reader {
       graph_.metadata["onnx.producer_version"] = model.producer_version();
     }
 
-    read_initializers(g);
+    read_initializers(g, graph_);
     read_inputs(g);
     collect_hints(g);
     for (const auto& out : g.output()) graph_.outputs.push_back(out.name());
-    for (int i = 0; i < g.node_size(); ++i) read_node(g.node(i), i);
+    std::unordered_set<std::string> produced;
+    for (int i = 0; i < g.node_size(); ++i) read_node(g.node(i), i, graph_, produced);
     check_references();
 
-    upgrade_to_opset17(graph_, opset_, hints_, path_);
-    graph_.opset = 17;
+    upgrade(graph_);
     return std::move(graph_);
   }
 
  private:
-  void read_initializers(const onnx::GraphProto& g) {
+  // Opset-17 forms everywhere, branches included.
+  void upgrade(Graph& graph) {
+    upgrade_to_opset17(graph, opset_, hints_, path_);
+    graph.opset = 17;
+    for (Node& node : graph.nodes) {
+      for (auto& [key, branch] : node.subgraphs) upgrade(*branch);
+    }
+  }
+
+  void read_initializers(const onnx::GraphProto& g, Graph& graph) {
     if (g.sparse_initializer_size() > 0) {
       unsupported("'{}': sparse initializer '{}' is not supported", path_,
                   g.sparse_initializer(0).values().name());
     }
     for (const auto& init : g.initializer()) {
       if (init.name().empty()) fail("'{}': an initializer has no name", path_);
-      if (graph_.is_constant(init.name())) {
+      if (graph.is_constant(init.name())) {
         fail("'{}': initializer '{}' is defined twice", path_, init.name());
       }
       const std::string context = fmt::format("'{}': initializer '{}'", path_, init.name());
-      graph_.set_constant(init.name(), tensor_from_proto(init, base_dir_, context));
+      graph.set_constant(init.name(), tensor_from_proto(init, base_dir_, context));
     }
   }
 
@@ -170,7 +179,8 @@ class Reader {
     return name;
   }
 
-  void read_constant_node(const onnx::NodeProto& n, Node& node, const std::string& where) {
+  void read_constant_node(const onnx::NodeProto& n, Node& node, const std::string& where,
+                          Graph& graph) {
     if (n.output_size() != 1 || n.output(0).empty()) fail("{}: needs exactly one output", where);
     if (n.attribute_size() != 1) {
       fail("{}: needs exactly one value attribute, has {}", where, n.attribute_size());
@@ -192,13 +202,14 @@ class Reader {
     } else {
       unsupported("{}: attribute '{}' (sparse or string constants) is not supported", where, key);
     }
-    if (graph_.has_tensor(n.output(0))) {
+    if (graph.has_tensor(n.output(0))) {
       fail("{}: output '{}' is already defined elsewhere", where, n.output(0));
     }
-    graph_.set_constant(n.output(0), std::move(value));
+    graph.set_constant(n.output(0), std::move(value));
   }
 
-  void read_node(const onnx::NodeProto& n, int index) {
+  void read_node(const onnx::NodeProto& n, int index, Graph& graph,
+                 std::unordered_set<std::string>& produced) {
     Node node;
     node.name = unique_node_name(n, index);
     node.op_type = n.op_type();
@@ -211,11 +222,18 @@ class Reader {
     }
     for (const auto& a : n.attribute()) {
       if (a.name().empty()) fail("{}: an attribute has no name", where);
+      if (node.op_type == "If" && (a.name() == "then_branch" || a.name() == "else_branch")) {
+        if (a.type() != onnx::AttributeProto::GRAPH || !a.has_g()) {
+          fail("{}: attribute '{}' must be a graph", where, a.name());
+        }
+        node.subgraphs[a.name()] = read_branch(a.g(), where + ", " + a.name());
+        continue;
+      }
       node.attributes[a.name()] = attribute_from_proto(a, base_dir_, where);
     }
     if (node.op_type == "Constant") {
       try {
-        read_constant_node(n, node, where);
+        read_constant_node(n, node, where, graph);
       } catch (const UnsupportedError&) {
         throw;
       } catch (const Error& e) {
@@ -228,16 +246,72 @@ class Reader {
     // Trailing "" are the same as omitted optional inputs/outputs.
     while (!node.inputs.empty() && node.inputs.back().empty()) node.inputs.pop_back();
     while (!node.outputs.empty() && node.outputs.back().empty()) node.outputs.pop_back();
+    if (node.op_type == "If") bind_branches(node, where);
     for (const auto& out : node.outputs) {
       if (out.empty()) continue;
-      if (graph_.is_constant(out) ||
-          std::find(graph_.inputs.begin(), graph_.inputs.end(), out) != graph_.inputs.end()) {
+      if (graph.is_constant(out) ||
+          std::find(graph.inputs.begin(), graph.inputs.end(), out) != graph.inputs.end()) {
         fail("{}: output '{}' overwrites a graph input or weight", where, out);
       }
-      if (!produced_.insert(out).second) fail("{}: output '{}' is produced twice", where, out);
-      graph_.add_tensor(out);
+      if (!produced.insert(out).second) fail("{}: output '{}' is produced twice", where, out);
+      graph.add_tensor(out);
     }
-    graph_.nodes.push_back(std::move(node));
+    graph.nodes.push_back(std::move(node));
+  }
+
+  // An If branch: its own constants and nodes; names it reads but does not define come
+  // from the enclosing scopes and become its inputs (bind_branches passes them in).
+  std::shared_ptr<Graph> read_branch(const onnx::GraphProto& g, const std::string& where) {
+    auto branch = std::make_shared<Graph>();
+    branch->name = g.name().empty() ? where : g.name();
+    if (g.input_size() > 0) {
+      fail("{}: an If branch takes no inputs, this one lists {}", where, g.input_size());
+    }
+    read_initializers(g, *branch);
+    collect_hints(g);
+    std::unordered_set<std::string> produced;
+    for (int i = 0; i < g.node_size(); ++i) read_node(g.node(i), i, *branch, produced);
+    for (const auto& out : g.output()) {
+      if (out.name().empty()) fail("{}: a branch output has no name", where);
+      branch->outputs.push_back(out.name());
+    }
+    std::set<std::string> seen;
+    auto capture = [&](const std::string& name) {
+      if (name.empty() || produced.count(name) || branch->is_constant(name)) return;
+      if (seen.insert(name).second) branch->inputs.push_back(name);
+    };
+    for (const Node& node : branch->nodes) {
+      for (const auto& in : node.inputs) capture(in);
+    }
+    for (const auto& out : branch->outputs) capture(out);
+    return branch;
+  }
+
+  // Both branches see the same outer values, in one order, after the condition.
+  void bind_branches(Node& node, const std::string& where) {
+    for (const char* key : {"then_branch", "else_branch"}) {
+      auto it = node.subgraphs.find(key);
+      if (it == node.subgraphs.end())
+        fail("{}: attribute '{}' (a subgraph) is missing", where, key);
+      if (it->second->outputs.size() != node.outputs.size()) {
+        fail("{}: {} has {} outputs, the node has {}", where, key, it->second->outputs.size(),
+             node.outputs.size());
+      }
+    }
+    if (node.inputs.size() != 1 || node.inputs[0].empty()) {
+      fail("{}: If takes exactly one input (cond), has {}", where, node.inputs.size());
+    }
+    std::vector<std::string> outer;
+    for (const auto& [key, branch] : node.subgraphs) {
+      for (const auto& name : branch->inputs) {
+        if (std::find(outer.begin(), outer.end(), name) == outer.end()) outer.push_back(name);
+      }
+    }
+    for (auto& [key, branch] : node.subgraphs) {
+      branch->inputs = outer;
+      for (const auto& name : outer) branch->add_tensor(name);
+    }
+    node.inputs.insert(node.inputs.end(), outer.begin(), outer.end());
   }
 
   // Every node input and graph output must name something that exists.

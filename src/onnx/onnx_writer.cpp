@@ -65,6 +65,8 @@ void write_onnx(const Graph& graph, const std::string& path) {
     p->set_value(value);
   }
 
+  // Primitive graphs and kernels are what gets written: static, without control flow.
+  graph.require_static_shapes(fmt::format("writing '{}'", path));
   onnx::GraphProto& g = *model.mutable_graph();
   g.set_name(graph.name.empty() ? "main" : graph.name);
 

@@ -1,9 +1,12 @@
 #include "passes/static_graph.hpp"
 
 #include <algorithm>
+#include <deque>
+#include <unordered_map>
 
 #include "ir/op_registry.hpp"
 #include "runtime/reference_interpreter.hpp"
+#include "util/error.hpp"
 
 namespace orchid {
 
@@ -14,17 +17,160 @@ bool depends_only_on_shapes(const Node& node) {
   return node.op_type == "Shape" || node.op_type == "Size";
 }
 
-bool can_fold(const Graph& graph, const Node& node, const StaticGraphOptions& options) {
-  if (node.outputs.empty()) return false;
-  if (depends_only_on_shapes(node)) return true;
+bool all_inputs_constant(const Graph& graph, const Node& node) {
   for (const auto& in : node.inputs) {
     if (!in.empty() && !graph.is_constant(in)) return false;
   }
+  return true;
+}
+
+bool can_fold(const Graph& graph, const Node& node, const StaticGraphOptions& options) {
+  if (node.outputs.empty()) return false;
+  if (depends_only_on_shapes(node)) return true;
+  if (!all_inputs_constant(graph, node)) return false;
   std::int64_t elements = 0;
   for (const auto& out : node.outputs) {
-    if (!out.empty()) elements += shape_numel(graph.tensor(out).shape);
+    if (!out.empty() && !graph.is_dynamic(out)) elements += shape_numel(graph.tensor(out).shape);
   }
   return elements <= options.max_folded_elements;
+}
+
+bool reads_dynamic(const Graph& graph, const Node& node) {
+  return std::any_of(node.inputs.begin(), node.inputs.end(),
+                     [&](const std::string& in) { return !in.empty() && graph.is_dynamic(in); });
+}
+
+void mark_outputs_dynamic(Graph& graph, const Node& node) {
+  for (const auto& out : node.outputs) {
+    if (!out.empty()) graph.set_dynamic(out);
+  }
+}
+
+std::vector<Tensor> fold_shape_query(const Graph& graph, const Node& node) {
+  // Shapes are static, so Shape/Size are known without the input's values.
+  const Shape& shape = graph.tensor(node.inputs[0]).shape;
+  const auto rank = static_cast<std::int64_t>(shape.size());
+  if (node.op_type == "Size") return {Tensor::from_vector<std::int64_t>({}, {shape_numel(shape)})};
+  std::int64_t start = node.attr_int("start", 0);
+  std::int64_t end = node.attr_int("end", rank);
+  if (start < 0) start += rank;
+  if (end < 0) end += rank;
+  start = std::clamp<std::int64_t>(start, 0, rank);
+  end = std::clamp<std::int64_t>(end, 0, rank);
+  std::vector<std::int64_t> dims;
+  for (std::int64_t d = start; d < end; ++d) dims.push_back(shape[static_cast<std::size_t>(d)]);
+  return {Tensor::from_int64s(dims)};
+}
+
+// The nodes that replace an If whose condition is a constant: the chosen branch's nodes
+// (branch-local names that clash with the outer graph get the If's name as a prefix),
+// its constants copied out, and one Identity per If output.
+std::vector<Node> inline_branch(Graph& graph, const Node& node, const Graph& branch) {
+  std::unordered_map<std::string, std::string> rename;
+  for (std::size_t k = 0; k < branch.inputs.size(); ++k) {
+    rename[branch.inputs[k]] = node.inputs[k + 1];
+  }
+  auto local_name = [&](const std::string& name) {
+    auto [it, inserted] = rename.try_emplace(name, name);
+    if (inserted) {
+      std::string fresh = name;
+      for (int k = 1; graph.has_tensor(fresh); ++k)
+        fresh = fmt::format("{}/{}#{}", node.name, name, k);
+      it->second = fresh;
+    }
+    return it->second;
+  };
+  for (const auto& [name, info] : branch.tensors()) {
+    if (info.is_constant() && !rename.count(name)) {
+      TensorInfo& copy = graph.set_type(local_name(name), info.dtype, info.shape);
+      copy.data = info.data;
+    }
+  }
+  std::vector<Node> nodes;
+  for (const Node& inner : branch.nodes) {
+    Node n = inner;
+    n.name = node.name + "/" + inner.name;
+    for (auto& in : n.inputs) {
+      if (!in.empty()) in = local_name(in);
+    }
+    for (auto& out : n.outputs) {
+      if (!out.empty()) {
+        out = local_name(out);
+        graph.add_tensor(out);
+      }
+    }
+    nodes.push_back(std::move(n));
+  }
+  for (std::size_t j = 0; j < node.outputs.size(); ++j) {
+    if (node.outputs[j].empty()) continue;
+    Node copy;
+    copy.name = fmt::format("{}/output_{}", node.name, j);
+    copy.op_type = "Identity";
+    copy.inputs = {local_name(branch.outputs[j])};
+    copy.outputs = {node.outputs[j]};
+    nodes.push_back(std::move(copy));
+  }
+  return nodes;
+}
+
+// An If decided at run time: each branch is made static against the outer types (outer
+// constants become branch constants), and the If's outputs are static only where both
+// branches agree on dtype and shape.
+void prepare_branches(Graph& graph, Node& node, const StaticGraphOptions& options,
+                      StaticGraphStats& stats) {
+  // Outer constants are handed to the branches as constants, not as run-time inputs.
+  std::vector<std::string> outer(node.inputs.begin() + 1, node.inputs.end());
+  std::vector<std::size_t> kept_positions;
+  for (std::size_t k = 0; k < outer.size(); ++k) {
+    if (!graph.is_constant(outer[k])) kept_positions.push_back(k);
+  }
+  for (auto& [key, branch] : node.subgraphs) {
+    const std::vector<std::string> inner = branch->inputs;
+    if (inner.size() != outer.size()) {
+      fail("{}: {} lists {} outer values, the node {}", node.describe(), key, inner.size(),
+           outer.size());
+    }
+    branch->inputs.clear();
+    for (std::size_t k = 0; k < outer.size(); ++k) {
+      const TensorInfo& info = graph.tensor(outer[k]);
+      if (info.is_constant()) {
+        TensorInfo& copy = branch->set_type(inner[k], info.dtype, info.shape);
+        copy.data = info.data;
+        continue;
+      }
+      branch->inputs.push_back(inner[k]);
+      if (info.dynamic) {
+        branch->set_dynamic(inner[k]);
+      } else if (info.has_type) {
+        branch->set_type(inner[k], info.dtype, info.shape);
+      } else {
+        fail("{}: outer value '{}' has no type", node.describe(), outer[k]);
+      }
+    }
+    try {
+      stats.inlined_branches += make_static(*branch, options).inlined_branches;
+    } catch (const UnsupportedError& e) {
+      throw UnsupportedError(fmt::format("{}, {}: {}", node.describe(), key, e.what()));
+    } catch (const Error& e) {
+      throw Error(fmt::format("{}, {}: {}", node.describe(), key, e.what()));
+    }
+  }
+  std::vector<std::string> inputs = {node.inputs[0]};
+  for (std::size_t k : kept_positions) inputs.push_back(outer[k]);
+  node.inputs = std::move(inputs);
+
+  const Graph& then_branch = *node.subgraphs.at("then_branch");
+  const Graph& else_branch = *node.subgraphs.at("else_branch");
+  for (std::size_t j = 0; j < node.outputs.size(); ++j) {
+    if (node.outputs[j].empty()) continue;
+    const TensorInfo& a = then_branch.tensor(then_branch.outputs[j]);
+    const TensorInfo& b = else_branch.tensor(else_branch.outputs[j]);
+    if (a.has_type && b.has_type && a.dtype == b.dtype && a.shape == b.shape) {
+      graph.set_type(node.outputs[j], a.dtype, a.shape);
+    } else {
+      graph.set_dynamic(node.outputs[j]);
+    }
+  }
 }
 
 }  // namespace
@@ -34,30 +180,50 @@ StaticGraphStats make_static(Graph& graph, const StaticGraphOptions& options) {
   stats.nodes_before = graph.nodes.size();
   graph.sort_topologically();
 
-  std::vector<bool> folded(graph.nodes.size(), false);
-  for (std::size_t i = 0; i < graph.nodes.size(); ++i) {
-    const Node& node = graph.nodes[i];
-    infer_node_types(graph, node);
-    if (!can_fold(graph, node, options)) continue;
+  std::deque<Node> work(std::make_move_iterator(graph.nodes.begin()),
+                        std::make_move_iterator(graph.nodes.end()));
+  graph.nodes.clear();
+  std::vector<Node> kept;
+  while (!work.empty()) {
+    Node node = std::move(work.front());
+    work.pop_front();
+    if (node.op_type == "If") {
+      // The node's own contract (cond a bool scalar, branch arity); a cond computed from
+      // data has no type yet and is checked when it runs.
+      if (!graph.is_dynamic(node.inputs.at(0))) infer_node_types(graph, node);
+      const Tensor* cond = graph.tensor(node.inputs[0]).data.get();
+      if (cond) {
+        const char* key = cond->get_as_double(0) != 0.0 ? "then_branch" : "else_branch";
+        std::vector<Node> branch = inline_branch(graph, node, *node.subgraphs.at(key));
+        work.insert(work.begin(), std::make_move_iterator(branch.begin()),
+                    std::make_move_iterator(branch.end()));
+        ++stats.inlined_branches;
+        continue;
+      }
+      prepare_branches(graph, node, options, stats);
+      kept.push_back(std::move(node));
+      continue;
+    }
+    if (reads_dynamic(graph, node)) {
+      mark_outputs_dynamic(graph, node);
+      kept.push_back(std::move(node));
+      continue;
+    }
+    try {
+      infer_node_types(graph, node);
+    } catch (const NotConstantError&) {
+      // A shape input computed at run time: sized per run by the interpreter.
+      mark_outputs_dynamic(graph, node);
+      kept.push_back(std::move(node));
+      continue;
+    }
+    if (!can_fold(graph, node, options)) {
+      kept.push_back(std::move(node));
+      continue;
+    }
     std::vector<Tensor> results;
     if (depends_only_on_shapes(node)) {
-      // Shapes are static, so Shape/Size are known without the input's values.
-      const Shape& shape = graph.tensor(node.inputs[0]).shape;
-      const auto rank = static_cast<std::int64_t>(shape.size());
-      if (node.op_type == "Size") {
-        results.push_back(Tensor::from_vector<std::int64_t>({}, {shape_numel(shape)}));
-      } else {
-        std::int64_t start = node.attr_int("start", 0);
-        std::int64_t end = node.attr_int("end", rank);
-        if (start < 0) start += rank;
-        if (end < 0) end += rank;
-        start = std::clamp<std::int64_t>(start, 0, rank);
-        end = std::clamp<std::int64_t>(end, 0, rank);
-        std::vector<std::int64_t> dims;
-        for (std::int64_t d = start; d < end; ++d)
-          dims.push_back(shape[static_cast<std::size_t>(d)]);
-        results.push_back(Tensor::from_int64s(dims));
-      }
+      results = fold_shape_query(graph, node);
     } else {
       std::vector<const Tensor*> inputs;
       for (const auto& in : node.inputs) {
@@ -69,20 +235,19 @@ StaticGraphStats make_static(Graph& graph, const StaticGraphOptions& options) {
       if (node.outputs[k].empty()) continue;
       graph.set_constant(node.outputs[k], std::move(results[k]));
     }
-    folded[i] = true;
     ++stats.folded_nodes;
   }
 
-  std::vector<Node> kept;
-  kept.reserve(graph.nodes.size());
-  for (std::size_t i = 0; i < graph.nodes.size(); ++i) {
-    if (!folded[i]) kept.push_back(std::move(graph.nodes[i]));
-  }
   graph.nodes = std::move(kept);
   const std::size_t before_dce = graph.nodes.size();
   graph.remove_dead_nodes();
   stats.dead_nodes = before_dce - graph.nodes.size();
   stats.nodes_after = graph.nodes.size();
+  for (const Node& node : graph.nodes) {
+    bool dynamic = !node.subgraphs.empty();
+    for (const auto& out : node.outputs) dynamic = dynamic || graph.is_dynamic(out);
+    stats.dynamic_nodes += dynamic ? 1 : 0;
+  }
   graph.validate();
   return stats;
 }

@@ -2,6 +2,10 @@
 // topological order and folds every node whose inputs are all known at compile time
 // (constants, or Shape/Size of a tensor with a static shape). This turns the shape
 // plumbing exporters emit (Shape -> Gather -> Concat -> Reshape ...) into constants.
+// An If whose condition folds to a constant is replaced by the branch it takes.
+// Where values decide sizes (NonZero, NonMaxSuppression, an If on a run-time condition,
+// a shape input computed from data), the outputs and everything computed from them are
+// left dynamic: the reference interpreter sizes them per run; optimizers refuse them.
 #pragma once
 
 #include <cstddef>
@@ -22,6 +26,8 @@ struct StaticGraphStats {
   std::size_t folded_nodes = 0;
   std::size_t dead_nodes = 0;
   std::size_t nodes_after = 0;
+  std::size_t inlined_branches = 0;  // If nodes replaced by their constant-condition branch
+  std::size_t dynamic_nodes = 0;     // nodes left with data-dependent output shapes
 };
 
 StaticGraphStats make_static(Graph& graph, const StaticGraphOptions& options = {});

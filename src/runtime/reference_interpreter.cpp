@@ -2,26 +2,82 @@
 
 #include <unordered_map>
 
+#include "ir/op_registry.hpp"
 #include "runtime/reference/reference_kernels.hpp"
 #include "util/error.hpp"
 
 namespace orchid {
 
+namespace {
+
+// Executes the branch the condition selects; branch inputs map positionally to the
+// node's inputs after the condition.
+std::vector<Tensor> run_if(const Node& node, std::span<const Tensor* const> inputs) {
+  const Tensor* cond = inputs.empty() ? nullptr : inputs[0];
+  if (!cond || cond->numel() != 1) fail("{}: cond must hold one value", node.describe());
+  const char* key = cond->get_as_double(0) != 0.0 ? "then_branch" : "else_branch";
+  auto it = node.subgraphs.find(key);
+  if (it == node.subgraphs.end()) fail("{}: has no {}", node.describe(), key);
+  const Graph& branch = *it->second;
+  if (branch.inputs.size() + 1 != inputs.size()) {
+    fail("{}: {} takes {} outer values, the node passes {}", node.describe(), key,
+         branch.inputs.size(), inputs.size() - 1);
+  }
+  TensorMap feed;
+  for (std::size_t k = 0; k < branch.inputs.size(); ++k) {
+    if (!inputs[k + 1]) fail("{}: outer value {} is missing", node.describe(), k);
+    feed.emplace(branch.inputs[k], *inputs[k + 1]);
+  }
+  TensorMap results = ReferenceInterpreter(branch).run(feed);
+  std::vector<Tensor> outputs;
+  for (const auto& name : branch.outputs) outputs.push_back(results.at(name));
+  return outputs;
+}
+
+// Output types of a node whose shapes depend on values: its shape function run on a
+// scratch graph where every input is a constant holding the value at hand.
+std::vector<TensorInfo> types_from_values(const Graph& graph, const Node& node,
+                                          std::span<const Tensor* const> inputs) {
+  Graph scratch;
+  scratch.name = graph.name;
+  scratch.opset = graph.opset;
+  for (std::size_t i = 0; i < node.inputs.size() && i < inputs.size(); ++i) {
+    if (node.inputs[i].empty() || !inputs[i]) continue;
+    TensorInfo& info = scratch.set_type(node.inputs[i], inputs[i]->dtype(), inputs[i]->shape());
+    info.data = std::shared_ptr<const Tensor>(std::shared_ptr<const Tensor>(), inputs[i]);
+  }
+  infer_node_types(scratch, node);
+  std::vector<TensorInfo> types;
+  for (const auto& name : node.outputs) {
+    types.push_back(name.empty() ? TensorInfo{} : scratch.tensor(name));
+  }
+  return types;
+}
+
+}  // namespace
+
 std::vector<Tensor> run_reference_node(const Graph& graph, const Node& node,
                                        std::span<const Tensor* const> inputs) {
+  if (node.op_type == "If") return run_if(node, inputs);
+  if (ShapingKernel sizing = find_shaping_kernel(node.op_type)) return sizing(node, inputs);
   ReferenceKernel kernel = find_reference_kernel(node.op_type);
   if (!kernel) {
     unsupported("{}: unsupported: no reference kernel for op type '{}'", node.describe(),
                 node.op_type);
   }
+  bool dynamic = false;
+  for (const auto& name : node.outputs) dynamic = dynamic || graph.is_dynamic(name);
+  std::vector<TensorInfo> dynamic_types;
+  if (dynamic) dynamic_types = types_from_values(graph, node, inputs);
   std::vector<Tensor> outputs;
   outputs.reserve(node.outputs.size());
-  for (const auto& name : node.outputs) {
+  for (std::size_t i = 0; i < node.outputs.size(); ++i) {
+    const std::string& name = node.outputs[i];
     if (name.empty()) {
       outputs.emplace_back();
       continue;
     }
-    const TensorInfo& info = graph.tensor(name);
+    const TensorInfo& info = dynamic ? dynamic_types[i] : graph.tensor(name);
     if (!info.has_type) fail("{}: output '{}' has no inferred type", node.describe(), name);
     outputs.emplace_back(info.dtype, info.shape);
   }
@@ -38,6 +94,10 @@ TensorMap ReferenceInterpreter::run(const TensorMap& inputs) const {
     auto it = inputs.find(name);
     if (it == inputs.end()) fail("missing value for graph input '{}'", name);
     const TensorInfo& info = graph_.tensor(name);
+    if (info.dynamic) {  // an If branch's outer value computed from data
+      values.emplace(name, it->second);
+      continue;
+    }
     if (it->second.dtype() != info.dtype || it->second.shape() != info.shape) {
       fail("graph input '{}' expects {} {} but got {} {}", name, dtype_name(info.dtype),
            shape_to_string(info.shape), dtype_name(it->second.dtype()),

@@ -12,6 +12,9 @@ namespace orchid {
 using TensorMap = std::map<std::string, Tensor>;
 
 // Runs one node on the given input values; outputs get the types the graph records.
+// Outputs the graph marks dynamic are typed from the values at hand: the node's shape
+// function runs on the actual inputs (or the kernel sizes them, for NonZero and
+// NonMaxSuppression), and an If runs the branch its condition picks.
 std::vector<Tensor> run_reference_node(const Graph& graph, const Node& node,
                                        std::span<const Tensor* const> inputs);
 

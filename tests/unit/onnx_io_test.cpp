@@ -921,21 +921,40 @@ TEST_F(OnnxIo, BadAttributeTypesAreErrors) {
   EXPECT_NE(msg.find("'n'"), std::string::npos) << msg;
 }
 
-TEST_F(OnnxIo, SubgraphAttributesAreRefused) {
+TEST_F(OnnxIo, LoopAndMalformedIfAreRefused) {
+  // Loop and Scan bodies are not read: refused, naming node, attribute and opset.
   auto m = make_model();
-  add_input(m, "cond", {}, TensorProto::BOOL);
-  auto* n = add_node(m, "If", {"cond"}, {"Y"}, "branch");
+  add_input(m, "trip", {}, TensorProto::INT64);
+  auto* loop = add_node(m, "Loop", {"trip", ""}, {"Y"}, "looping");
+  auto* body = loop->add_attribute();
+  body->set_name("body");
+  body->set_type(onnx::AttributeProto::GRAPH);
+  body->mutable_g()->set_name("body");
+  add_output(m, "Y");
+  std::string file = save(m);
+  std::string msg = error_of<UnsupportedError>([&] { read_onnx(file); });
+  for (const char* part : {"looping", "Loop", "body", "opset 17"}) {
+    EXPECT_NE(msg.find(part), std::string::npos) << part << ": " << msg;
+  }
+  EXPECT_NE(msg.find(file), std::string::npos) << msg;
+
+  // An If whose branch has the wrong number of outputs, or lacks a branch, is broken.
+  auto bad_if = make_model();
+  add_input(bad_if, "cond", {}, TensorProto::BOOL);
+  auto* n = add_node(bad_if, "If", {"cond"}, {"Y"}, "branch");
   auto* a = n->add_attribute();
   a->set_name("then_branch");
   a->set_type(onnx::AttributeProto::GRAPH);
   a->mutable_g()->set_name("then");
-  add_output(m, "Y");
-  const std::string file = save(m);
-  const auto msg = error_of<UnsupportedError>([&] { read_onnx(file); });
-  for (const char* part : {"branch", "If", "then_branch", "opset 17"}) {
+  add_output(bad_if, "Y");
+  file = save(bad_if);
+  msg = error_of([&] { read_onnx(file); });
+  for (const char* part : {"branch", "If", "then_branch", "0 outputs"}) {
     EXPECT_NE(msg.find(part), std::string::npos) << part << ": " << msg;
   }
-  EXPECT_NE(msg.find(file), std::string::npos) << msg;
+  a->mutable_g()->add_output()->set_name("cond");
+  msg = error_of([&] { read_onnx(save(bad_if)); });
+  EXPECT_NE(msg.find("else_branch"), std::string::npos) << msg;
 }
 
 // ---------------------------------------------------------------- real models

@@ -18,4 +18,14 @@ ReferenceKernel find_reference_kernel(const std::string& op_type) {
   return it == table.end() ? nullptr : it->second;
 }
 
+ShapingKernel find_shaping_kernel(const std::string& op_type) {
+  static const ShapingKernelTable table = [] {
+    ShapingKernelTable t;
+    register_selection_kernels(t);
+    return t;
+  }();
+  auto it = table.find(op_type);
+  return it == table.end() ? nullptr : it->second;
+}
+
 }  // namespace orchid

@@ -6,6 +6,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "ir/node.hpp"
 #include "ir/tensor.hpp"
@@ -19,6 +20,14 @@ using ReferenceKernelTable = std::unordered_map<std::string, ReferenceKernel>;
 
 // nullptr when no kernel exists for the op.
 ReferenceKernel find_reference_kernel(const std::string& op_type);
+
+// Kernels of ops whose output shapes depend on input values (NonZero,
+// NonMaxSuppression): they compute and allocate their outputs themselves.
+using ShapingKernel = std::vector<Tensor> (*)(const Node& node,
+                                              std::span<const Tensor* const> inputs);
+using ShapingKernelTable = std::unordered_map<std::string, ShapingKernel>;
+ShapingKernel find_shaping_kernel(const std::string& op_type);
+void register_selection_kernels(ShapingKernelTable& table);
 
 void register_elementwise_kernels(ReferenceKernelTable& table);
 void register_reduction_kernels(ReferenceKernelTable& table);

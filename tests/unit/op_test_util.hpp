@@ -44,7 +44,8 @@ inline Graph single_op_graph(const std::string& op_type, const std::vector<OpInp
     }
   }
   for (std::size_t i = 0; i < num_outputs; ++i) {
-    node.outputs.push_back("y" + std::to_string(i));
+    // Not "y" + to_string(i): GCC 12 at -O3 warns about it (a false -Wrestrict).
+    node.outputs.push_back(std::string("y").append(std::to_string(i)));
     g.outputs.push_back(node.outputs.back());
   }
   g.nodes.push_back(node);

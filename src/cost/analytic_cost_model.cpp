@@ -101,6 +101,7 @@ double reduction_efficiency(const Graph& g, const Node& node, const CostCurvePar
   } else {
     std::vector<std::int64_t> axes = node.attr_ints("axes", {});
     if (node.has_attribute("axis")) axes = {node.attr_int("axis", 0)};  // ArgMax/ArgMin
+    if (node.op_type == "TopK") axes = {node.attr_int("axis", -1)};     // input 1 is K
     if (axes.empty() && node.has_input(1) && g.has_tensor(node.inputs[1]) &&
         g.tensor(node.inputs[1]).is_constant()) {
       axes = g.tensor(node.inputs[1]).data->to_int64s();

@@ -11,7 +11,7 @@ namespace orchid {
 
 enum class OpKind {
   Elementwise,  // one output per element, contiguous
-  Reduction,    // Reduce*, ArgMax/ArgMin, GlobalAverage/MaxPool
+  Reduction,    // Reduce*, ArgMax/ArgMin, TopK, GlobalAverage/MaxPool
   Window,       // MaxPool/AveragePool: sliding windows, inputs reused from cache
   Transpose,
   Gather,
@@ -32,7 +32,7 @@ inline OpTraits op_traits(const std::string& op_type) {
     }
     for (const char* op :
          {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
-          "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp", "ArgMax", "ArgMin",
+          "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp", "ArgMax", "ArgMin", "TopK",
           "GlobalAveragePool", "GlobalMaxPool", "CumSum"}) {
       t[op] = {OpKind::Reduction, false};
     }

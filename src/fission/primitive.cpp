@@ -11,8 +11,8 @@ namespace orchid {
 namespace {
 
 // One canonical form per computation: variadic ops only with two inputs, Conv and
-// ConvTranspose without bias, MaxPool without its Indices output. Ops left out here
-// (Softmax, norms, Gemm, Squeeze, Split, ...) are rewritten by a fission rule.
+// ConvTranspose without bias, MaxPool and TopK without their Indices outputs. Ops left
+// out here (Softmax, norms, Gemm, Squeeze, Split, ...) are rewritten by a fission rule.
 const std::unordered_map<std::string, PrimitiveClass>& primitive_table() {
   static const auto* table = [] {
     auto* t = new std::unordered_map<std::string, PrimitiveClass>;
@@ -28,8 +28,9 @@ const std::unordered_map<std::string, PrimitiveClass>& primitive_table() {
       }
       (*t)[op] = PrimitiveClass::Elementwise;
     }
-    for (const char* op : {"ReduceSum", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd",
-                           "ArgMax", "ArgMin", "MaxPool", "AveragePool", "Expand", "CumSum"}) {
+    for (const char* op :
+         {"ReduceSum", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ArgMax", "ArgMin",
+          "TopK", "MaxPool", "AveragePool", "Expand", "CumSum"}) {
       (*t)[op] = PrimitiveClass::ReduceBroadcast;
     }
     for (const char* op : {"Transpose", "Reshape", "Slice", "Concat", "Pad", "Gather", "Resize",

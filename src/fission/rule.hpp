@@ -110,7 +110,7 @@ void register_instance_norm_rules(RuleTable& table);   // InstanceNormalization
 void register_layer_norm_rules(RuleTable& table);      // LayerNormalization
 void register_lp_norm_rules(RuleTable& table);         // LpNormalization
 void register_pooling_rules(RuleTable& table);         // GlobalAveragePool, GlobalMaxPool
-void register_reduce_rules(RuleTable& table);          // Reduce*
+void register_reduce_rules(RuleTable& table);          // Reduce*, TopK
 void register_shape_op_rules(RuleTable& table);  // Reshape, Flatten, Squeeze, Split, Tile, ...
 void register_softmax_rules(RuleTable& table);   // Softmax, LogSoftmax, Hardmax
 

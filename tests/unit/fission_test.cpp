@@ -423,6 +423,33 @@ TEST(FissionReduce, ArgMaxIsAPrimitive) {
       {"ArgMax"});
 }
 
+TEST(FissionReduce, TopKValuesOnlyIsAPrimitiveWithAnExplicitAxis) {
+  const OpInput k{"k", i64({1}, {2}), true};
+  // Values only (the Indices output omitted), default axis -1.
+  const FissionResult r =
+      check_rule(single_op_graph("TopK", {{"x", random_f32({3, 5}, 63)}, k}, {}, 1), {"TopK"});
+  EXPECT_EQ(r.graph.nodes[0].attr_int("axis", -1), 1);
+  EXPECT_EQ(classes(r), (std::map<PrimitiveClass, std::size_t>{{kReduce, 1}}));
+  // Both outputs named, but nothing reads Indices: it is dropped.
+  Graph g = single_op_graph("TopK", {{"x", random_f32({4, 3}, 64)}, k},
+                            {{"axis", std::int64_t{0}}, {"largest", std::int64_t{0}}}, 2);
+  g.outputs = {"y0"};
+  const FissionResult d = check_rule(g, {"TopK"});
+  EXPECT_EQ(d.graph.nodes[0].outputs, (std::vector<std::string>{"y0"}));
+}
+
+TEST(FissionReduce, TopKIndicesAreRefusedNamingTheNode) {
+  Graph g =
+      single_op_graph("TopK", {{"x", random_f32({3, 5}, 65)}, {"k", i64({1}, {2}), true}}, {}, 2);
+  try {
+    fission(g);
+    FAIL() << "expected UnsupportedError";
+  } catch (const UnsupportedError& e) {
+    EXPECT_NE(std::string(e.what()).find("TopK node 'n0'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("Indices"), std::string::npos) << e.what();
+  }
+}
+
 // ---------------------------------------------------------------- shape ops
 
 TEST(FissionShapeOps, FlattenSqueezeUnsqueezeReshapeAreStaticReshapes) {

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "op_test_util.hpp"
 #include "util/error.hpp"
@@ -198,6 +199,78 @@ TEST(ReductionKernels, ArgMaxArgMin) {
   EXPECT_EQ(run_single_op("ArgMin", {{"x", i64({3}, {4, -2, -2})}},
                           {{"select_last_index", std::int64_t{1}}})[0],
             i64({1}, {2}));
+}
+
+// ---------------------------------------------------------------------------------------
+// TopK.
+
+std::vector<Tensor> topk(const Tensor& x, std::int64_t k, Attrs attrs = {}) {
+  return run_single_op("TopK", {{"x", x}, {"k", i64({1}, {k}), true}}, std::move(attrs), 2);
+}
+
+TEST(ReductionTopK, LargestAlongLastAxisByDefault) {
+  // ONNX test_top_k: 3x4 ramp, K = 3.
+  const Tensor x = f32({3, 4}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
+  auto y = topk(x, 3);
+  EXPECT_TRUE(tensors_close(y[0], f32({3, 3}, {3, 2, 1, 7, 6, 5, 11, 10, 9})));
+  EXPECT_EQ(y[1], i64({3, 3}, {3, 2, 1, 3, 2, 1, 3, 2, 1}));
+  // Along axis 0 (and -2): rows ranked per column.
+  auto col = topk(x, 2, {{"axis", std::int64_t{0}}});
+  EXPECT_TRUE(tensors_close(col[0], f32({2, 4}, {8, 9, 10, 11, 4, 5, 6, 7})));
+  EXPECT_EQ(col[1], i64({2, 4}, {2, 2, 2, 2, 1, 1, 1, 1}));
+  EXPECT_EQ(topk(x, 2, {{"axis", std::int64_t{-2}}})[1], col[1]);
+}
+
+TEST(ReductionTopK, SmallestAndTiesTakeTheLowerIndexFirst) {
+  const Tensor x = f32({5}, {3, 1, 3, 1, 2});
+  auto big = topk(x, 3);
+  EXPECT_TRUE(tensors_close(big[0], f32({3}, {3, 3, 2})));
+  EXPECT_EQ(big[1], i64({3}, {0, 2, 4}));
+  auto small = topk(x, 3, {{"largest", std::int64_t{0}}});
+  EXPECT_TRUE(tensors_close(small[0], f32({3}, {1, 1, 2})));
+  EXPECT_EQ(small[1], i64({3}, {1, 3, 4}));
+  // sorted=0 leaves the order open; sorted order is one valid answer.
+  EXPECT_EQ(topk(x, 2, {{"sorted", std::int64_t{0}}})[1], i64({2}, {0, 2}));
+  // K = 0 is an empty selection; K = n sorts the whole axis.
+  EXPECT_EQ(topk(x, 0)[1].shape(), (Shape{0}));
+  EXPECT_EQ(topk(x, 5)[1], i64({5}, {0, 2, 4, 1, 3}));
+}
+
+TEST(ReductionTopK, IntegerAndDoubleInputsNaNRanksHighest) {
+  auto l = topk(i64({2, 3}, {-5, 7, 7, 0, -1, 9}), 2);
+  EXPECT_EQ(l[0], i64({2, 2}, {7, 7, 9, 0}));
+  EXPECT_EQ(l[1], i64({2, 2}, {1, 2, 2, 0}));
+  auto s = topk(Tensor::from_vector<std::int32_t>({4}, {4, -2, 8, -2}), 2,
+                {{"largest", std::int64_t{0}}});
+  EXPECT_EQ(s[0], Tensor::from_vector<std::int32_t>({2}, {-2, -2}));
+  EXPECT_EQ(s[1], i64({2}, {1, 3}));
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto d = topk(Tensor::from_vector<double>({3}, {1, nan, 3}), 2);
+  EXPECT_TRUE(std::isnan(d[0].values<double>()[0]));
+  EXPECT_EQ(d[0].values<double>()[1], 3.0);
+  EXPECT_EQ(d[1], i64({2}, {1, 2}));
+  EXPECT_EQ(
+      topk(Tensor::from_vector<double>({3}, {1, nan, 3}), 2, {{"largest", std::int64_t{0}}})[1],
+      i64({2}, {0, 2}));
+}
+
+TEST(ReductionTopK, RefusalsNameTheNode) {
+  const Tensor x = f32({2, 3}, {1, 2, 3, 4, 5, 6});
+  try {
+    topk(x, 4);
+    FAIL() << "expected Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("TopK node 'n0'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("K = 4"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(topk(x, -1), Error);
+  EXPECT_THROW(topk(x, 1, {{"sorted", std::int64_t{2}}}), Error);
+  EXPECT_THROW(topk(x, 1, {{"axis", std::int64_t{2}}}), Error);
+  // K computed at run time: no static output shape.
+  EXPECT_THROW(single_op_graph("TopK", {{"x", x}, {"k", i64({1}, {1})}}, {}, 2), UnsupportedError);
+  // Opsets before 10 gave K as an attribute; the IR wants the input.
+  EXPECT_THROW(single_op_graph("TopK", {{"x", x}}, {{"k", std::int64_t{1}}}, 2), UnsupportedError);
+  EXPECT_THROW(topk(Tensor::from_vector<std::int8_t>({2}, {1, 2}), 1), UnsupportedError);
 }
 
 // Softmax along `axis` evaluated directly from its definition.

@@ -3,6 +3,11 @@
 // axes as an input, the others' as an attribute). The rest are built from them:
 //   ReduceL1 = sum |x|            ReduceL2 = sqrt(sum x²)     ReduceSumSquare = sum x²
 //   ReduceLogSum = log(sum x)     ReduceLogSumExp = m + log(sum exp(x - m)), m = max x
+// TopK is a primitive in its Values-only form (a primitive has one output).
+#include <fmt/format.h>
+
+#include <algorithm>
+
 #include "fission/rule.hpp"
 #include "ir/ops/reduction_util.hpp"
 
@@ -81,6 +86,31 @@ void reduce_log_sum_exp(RuleContext& ctx) {
   }
 }
 
+// Whether a model node or the model's outputs read `tensor`.
+bool is_read(const Graph& model, const std::string& tensor) {
+  if (std::find(model.outputs.begin(), model.outputs.end(), tensor) != model.outputs.end()) {
+    return true;
+  }
+  return std::any_of(model.nodes.begin(), model.nodes.end(), [&](const Node& n) {
+    return std::find(n.inputs.begin(), n.inputs.end(), tensor) != n.inputs.end();
+  });
+}
+
+// TopK keeps only Values, with its axis made explicit and non-negative. An Indices
+// output nothing reads is dropped; one that is read has no primitive form.
+void topk(RuleContext& ctx) {
+  const std::string values = ctx.output(0), indices = ctx.output(1);
+  if (!indices.empty() && is_read(ctx.model(), indices)) {
+    ctx.unsupported(fmt::format(
+        "the Indices output '{}' is read, but a primitive has a single output (Values)", indices));
+  }
+  if (values.empty()) return;  // neither output is needed
+  std::map<std::string, Attribute> attributes = ctx.node().attributes;
+  attributes["axis"] = normalize_axis(ctx.node().attr_int("axis", -1), ctx.rank(ctx.input(0)),
+                                      ctx.node().describe());
+  ctx.emit("TopK", {ctx.input(0), ctx.input(1)}, std::move(attributes), "", values);
+}
+
 }  // namespace
 
 void register_reduce_rules(RuleTable& table) {
@@ -92,6 +122,7 @@ void register_reduce_rules(RuleTable& table) {
   table["ReduceSumSquare"] = composed("Square", "");
   table["ReduceLogSum"] = composed("", "Log");
   table["ReduceLogSumExp"] = reduce_log_sum_exp;
+  table["TopK"] = topk;
 }
 
 }  // namespace orchid::fission_detail

@@ -1,5 +1,5 @@
-// Shape functions of the reduction op family: Reduce*, ArgMax/ArgMin, Softmax,
-// LogSoftmax and Hardmax.
+// Shape functions of the reduction op family: Reduce*, ArgMax/ArgMin, TopK, CumSum,
+// Softmax, LogSoftmax and Hardmax.
 #include <string>
 
 #include "ir/ops/op_families.hpp"
@@ -81,6 +81,36 @@ std::vector<TensorType> infer_arg(const ShapeContext& ctx) {
   return {{DType::I64, out}};
 }
 
+// TopK: the K largest (or smallest) elements along `axis`, and their int64 indices.
+// K is an input (opset 10+); static shapes need its value at import.
+std::vector<TensorType> infer_topk(const ShapeContext& ctx) {
+  ctx.require_dtype(0, {DType::F32, DType::F64, DType::I64, DType::I32});
+  check_flag(ctx, "largest", 1);
+  check_flag(ctx, "sorted", 1);
+  if (!ctx.has_input(1)) {
+    // Opsets 1-9 gave K as an attribute; the IR follows opset 17, where it is an input.
+    if (ctx.node().has_attribute("k")) ctx.unsupported("the opset < 10 'k' attribute");
+    ctx.fail("input 1 (K) is missing");
+  }
+  const Shape& in = ctx.input_shape(0);
+  const auto rank = static_cast<std::int64_t>(in.size());
+  if (rank == 0) ctx.fail("input must have rank >= 1");
+  const auto axis = static_cast<std::size_t>(
+      normalize_axis(ctx.node().attr_int("axis", -1), rank, ctx.node().describe()));
+  const Tensor& k_input = ctx.required_constant(1, "K");
+  if (k_input.dtype() != DType::I64 || k_input.numel() != 1) {
+    ctx.fail("K must be one int64 value, got {} {}", dtype_name(k_input.dtype()),
+             shape_to_string(k_input.shape()));
+  }
+  const std::int64_t k = k_input.to_int64s()[0];
+  if (k < 0 || k > in[axis]) {
+    ctx.fail("K = {} is out of range for axis {} of size {}", k, axis, in[axis]);
+  }
+  Shape out = in;
+  out[axis] = k;
+  return {{ctx.input_dtype(0), out}, {DType::I64, out}};
+}
+
 // Opset 13 semantics: normalise along one axis. Before opset 13 the input was flattened
 // to 2-D at `axis` (default 1); that only agrees with the new form when the axis is the
 // last one, so other cases are refused rather than silently computed differently.
@@ -114,6 +144,9 @@ void register_reduction_ops(OpSchemaTable& table) {
   }
   add("ArgMax", 1, 1, infer_arg);
   add("CumSum", 2, 2, infer_cumsum);
+  // Both outputs are required by ONNX; the minimum of one admits fission's
+  // Values-only primitive form.
+  table["TopK"] = OpSchema{"TopK", 1, 2, 1, 2, infer_topk};
   add("ArgMin", 1, 1, infer_arg);
   add("Softmax", 1, 1, infer_softmax);
   add("LogSoftmax", 1, 1, infer_softmax);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <numeric>
 #include <type_traits>
 #include <vector>
 
@@ -203,6 +204,52 @@ void arg_kernel(const Node& node, Inputs inputs, Outputs outputs) {
       });
 }
 
+// TopK order: NaN ranks above every number, as in numpy's sort that ONNX's reference
+// implementation uses; NaNs are equal to each other.
+template <typename T>
+bool ranks_above(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(a)) return !std::isnan(b);
+    if (std::isnan(b)) return false;
+  }
+  return a > b;
+}
+
+void topk_kernel(const Node& node, Inputs inputs, Outputs outputs) {
+  const Tensor& x = *inputs[0];
+  const auto rank = static_cast<std::int64_t>(x.rank());
+  const std::int64_t axis = normalize_axis(node.attr_int("axis", -1), rank, node.describe());
+  const bool largest = node.attr_int("largest", 1) != 0;
+  const std::int64_t k = inputs[1]->to_int64s().at(0);
+  const AxisSplit s = split_at(x.shape(), axis);
+  if (k > s.n) fail("{}: K = {} exceeds the axis size {}", node.describe(), k, s.n);
+  // An omitted output arrives as an empty tensor (or not at all).
+  Tensor* values = outputs.size() > 0 && !node.outputs[0].empty() ? &outputs[0] : nullptr;
+  Tensor* indices = outputs.size() > 1 && !node.outputs[1].empty() ? &outputs[1] : nullptr;
+  dispatch<float, double, std::int64_t, std::int32_t>(x.dtype(), node, [&]<typename T>(T) {
+    const T* px = x.data<T>();
+    std::vector<std::int64_t> order(static_cast<std::size_t>(s.n));
+    for (std::int64_t o = 0; o < s.outer; ++o) {
+      for (std::int64_t j = 0; j < s.inner; ++j) {
+        const T* row = px + o * s.n * s.inner + j;
+        std::iota(order.begin(), order.end(), std::int64_t{0});
+        // Stable: among equal values the lower index comes first, as ONNX specifies.
+        std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
+          const T va = row[a * s.inner], vb = row[b * s.inner];
+          return largest ? ranks_above(va, vb) : ranks_above(vb, va);
+        });
+        // sorted=0 leaves the order unspecified; sorted order is a valid answer.
+        for (std::int64_t r = 0; r < k; ++r) {
+          const std::int64_t at = (o * k + r) * s.inner + j;
+          const std::int64_t src = order[static_cast<std::size_t>(r)];
+          if (values) values->data<T>()[at] = row[src * s.inner];
+          if (indices) indices->data<std::int64_t>()[at] = src;
+        }
+      }
+    }
+  });
+}
+
 enum class Normalize { Softmax, LogSoftmax, Hardmax };
 
 template <Normalize kKind>
@@ -312,6 +359,7 @@ void register_reduction_kernels(ReferenceKernelTable& table) {
   table["ReduceLogSumExp"] = reduce_kernel<Reduce::LogSumExp>;
   table["ArgMax"] = arg_kernel<true>;
   table["ArgMin"] = arg_kernel<false>;
+  table["TopK"] = topk_kernel;
   table["Softmax"] = softmax_kernel<Normalize::Softmax>;
   table["LogSoftmax"] = softmax_kernel<Normalize::LogSoftmax>;
   table["Hardmax"] = softmax_kernel<Normalize::Hardmax>;

@@ -82,6 +82,12 @@ double gather_efficiency(const Graph& g, const Node& node, const CostCurveParams
   if (!data || data->empty()) return 1.0;
   const auto rank = static_cast<std::int64_t>(data->size());
   std::int64_t axis = node.attr_int("axis", 0);
+  if (node.op_type == "GatherND") {
+    // Rows are the slices after the batch dims and the k indexed axes.
+    const Shape* idx = typed_shape(g, node.inputs.size() > 1 ? node.inputs[1] : "");
+    if (!idx || idx->empty()) return 1.0;
+    axis = node.attr_int("batch_dims", 0) + idx->back() - 1;
+  }
   if (axis < 0) axis += rank;
   if (axis < 0 || axis >= rank) return 1.0;
   double run = static_cast<double>(dtype_size(g.tensor(node.inputs[0]).dtype));

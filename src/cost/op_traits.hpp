@@ -40,9 +40,10 @@ inline OpTraits op_traits(const std::string& op_type) {
     t["Transpose"] = {OpKind::Transpose, false};
     t["Gather"] = {OpKind::Gather, false};
     t["GatherElements"] = {OpKind::Gather, false};
+    t["GatherND"] = {OpKind::Gather, false};
     for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Slice",
                            "Concat", "Split", "Pad", "Expand", "Tile", "Resize", "DepthToSpace",
-                           "SpaceToDepth", "Dropout", "ScatterND"}) {
+                           "SpaceToDepth", "Dropout", "ScatterND", "ScatterElements"}) {
       t[op] = {OpKind::Layout, false};
     }
     for (const char* op : {"Exp",   "Log",  "Erf",  "Tanh",       "Sigmoid", "Softplus", "Softsign",

@@ -33,8 +33,9 @@ const std::unordered_map<std::string, PrimitiveClass>& primitive_table() {
           "TopK", "MaxPool", "AveragePool", "Expand", "CumSum"}) {
       (*t)[op] = PrimitiveClass::ReduceBroadcast;
     }
-    for (const char* op : {"Transpose", "Reshape", "Slice", "Concat", "Pad", "Gather", "Resize",
-                           "Identity", "ScatterND", "GatherElements"}) {
+    for (const char* op :
+         {"Transpose", "Reshape", "Slice", "Concat", "Pad", "Gather", "Resize", "Identity",
+          "ScatterND", "GatherElements", "GatherND", "ScatterElements"}) {
       (*t)[op] = PrimitiveClass::Layout;
     }
     for (const char* op : {"MatMul", "Conv", "ConvTranspose"}) {

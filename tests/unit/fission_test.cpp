@@ -568,6 +568,18 @@ TEST(FissionShapeOps, LayoutPrimitivesPassThrough) {
   check_rule(
       single_op_graph("Gather", {{"x", random_f32({4, 3}, 76)}, {"i", i64({2}, {3, 0}), true}}),
       {"Gather"});
+  const FissionResult nd = check_rule(
+      single_op_graph("GatherND",
+                      {{"x", random_f32({2, 3, 4}, 77)}, {"i", i64({2, 1}, {2, -1}), true}},
+                      {{"batch_dims", std::int64_t{1}}}),
+      {"GatherND"});
+  EXPECT_EQ(classes(nd), (std::map<PrimitiveClass, std::size_t>{{kLayout, 1}}));
+  check_rule(single_op_graph("ScatterElements",
+                             {{"d", random_f32({3, 4}, 78)},
+                              {"i", i64({1, 2}, {2, 0}), true},
+                              {"u", random_f32({1, 2}, 79)}},
+                             {{"axis", std::int64_t{1}}, {"reduction", std::string("add")}}),
+             {"ScatterElements"});
 }
 
 // ---------------------------------------------------------------- constants

@@ -16,6 +16,7 @@ using testing::single_op_graph;
 using testing::tensors_close;
 
 using Ints = std::vector<std::int64_t>;
+using Attrs = std::map<std::string, Attribute>;
 
 Tensor iota_f32(Shape shape) {
   Tensor t(DType::F32, shape);
@@ -226,6 +227,125 @@ TEST(LayoutGather, AxisNegativeIndicesAndDtypes) {
   auto s = run_single_op("Gather", {{"x", i64({4}, {1, 3, 224, 224})}, {"i", i64({}, {1}), true}});
   EXPECT_EQ(s[0], i64({}, {3}));
   EXPECT_THROW(shape_of("Gather", {{"x", iota_f32({3})}, {"i", i64({1}, {3}), true}}), Error);
+}
+
+TEST(LayoutGatherND, OnnxExamplesAndSlices) {
+  // The examples of the ONNX spec.
+  auto a = run_single_op("GatherND", {{"x", iota_i64({2, 2})}, {"i", i64({2, 2}, {0, 0, 1, 1})}});
+  EXPECT_EQ(a[0], i64({2}, {0, 3}));
+  auto b = run_single_op("GatherND", {{"x", iota_f32({2, 2})}, {"i", i64({2, 1}, {1, 0})}});
+  EXPECT_TRUE(tensors_close(b[0], f32({2, 2}, {2, 3, 0, 1})));
+  auto c =
+      run_single_op("GatherND", {{"x", iota_f32({2, 2, 2})}, {"i", i64({2, 2}, {0, 1, 1, 0})}});
+  EXPECT_TRUE(tensors_close(c[0], f32({2, 2}, {2, 3, 4, 5})));
+  auto d =
+      run_single_op("GatherND", {{"x", iota_f32({2, 2, 2})}, {"i", i64({2, 1, 2}, {0, 1, 1, 0})}});
+  EXPECT_TRUE(tensors_close(d[0], f32({2, 1, 2}, {2, 3, 4, 5})));
+  // Negative indices count from the end: (-1, -2) is (1, 0).
+  auto n = run_single_op("GatherND", {{"x", iota_i64({2, 2})}, {"i", i64({1, 2}, {-1, -2})}});
+  EXPECT_EQ(n[0], i64({1}, {2}));
+}
+
+TEST(LayoutGatherND, BatchDims) {
+  // Batch 0 takes row 1 of data[0], batch 1 row 0 of data[1].
+  auto y = run_single_op("GatherND", {{"x", iota_f32({2, 2, 2})}, {"i", i64({2, 1}, {1, 0})}},
+                         {{"batch_dims", std::int64_t{1}}});
+  EXPECT_TRUE(tensors_close(y[0], f32({2, 2}, {2, 3, 4, 5})));
+  // Two index tuples per batch, each addressing one element: shape [2, 2].
+  auto z = run_single_op(
+      "GatherND", {{"x", iota_i64({2, 2, 3})}, {"i", i64({2, 2, 2}, {0, 2, 1, 0, 1, 1, 0, 0})}},
+      {{"batch_dims", std::int64_t{1}}});
+  EXPECT_EQ(z[0], i64({2, 2}, {2, 3, 10, 6}));
+}
+
+TEST(LayoutGatherND, ShapeErrorsAndOutOfRangeIndices) {
+  const Tensor x = iota_f32({2, 3});
+  EXPECT_EQ(shape_of("GatherND", {{"x", iota_f32({2, 3, 4})}, {"i", i64({5, 1}, {0, 1, 0, 1, 0})}}),
+            (Shape{5, 3, 4}));
+  EXPECT_THROW(shape_of("GatherND", {{"x", x}, {"i", i64({1, 3}, {0, 0, 0})}}), Error);
+  EXPECT_THROW(shape_of("GatherND", {{"x", x}, {"i", i64({3, 1}, {0, 1, 0})}},
+                        {{"batch_dims", std::int64_t{1}}}),
+               Error);  // batch dim 3 vs 2
+  EXPECT_THROW(
+      shape_of("GatherND", {{"x", x}, {"i", Tensor::from_vector<std::int32_t>({1, 1}, {0})}}),
+      UnsupportedError);
+  // Constant indices are checked at import, run-time ones by the kernel.
+  try {
+    shape_of("GatherND", {{"x", x}, {"i", i64({1, 2}, {0, 3}), true}});
+    FAIL() << "expected Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("GatherND node 'n0'"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(run_single_op("GatherND", {{"x", x}, {"i", i64({1, 2}, {-3, 0})}}), Error);
+}
+
+TEST(LayoutScatterElements, OnnxExamplesAndNegativeIndices) {
+  Tensor zeros(DType::F32, {3, 3});
+  auto y =
+      run_single_op("ScatterElements", {{"d", zeros},
+                                        {"i", i64({2, 3}, {1, 0, 2, 0, 2, 1})},
+                                        {"u", f32({2, 3}, {1.0f, 1.1f, 1.2f, 2.0f, 2.1f, 2.2f})}});
+  EXPECT_TRUE(tensors_close(y[0], f32({3, 3}, {2.0f, 1.1f, 0, 1.0f, 0, 2.2f, 0, 2.1f, 1.2f})));
+  const Tensor row = f32({1, 5}, {1, 2, 3, 4, 5});
+  const Attrs axis1{{"axis", std::int64_t{1}}};
+  auto z = run_single_op("ScatterElements",
+                         {{"d", row}, {"i", i64({1, 2}, {1, 3})}, {"u", f32({1, 2}, {1.1f, 2.1f})}},
+                         axis1);
+  EXPECT_TRUE(tensors_close(z[0], f32({1, 5}, {1, 1.1f, 3, 2.1f, 5})));
+  auto n = run_single_op(
+      "ScatterElements",
+      {{"d", row}, {"i", i64({1, 2}, {1, -3})}, {"u", f32({1, 2}, {1.1f, 2.1f})}}, axis1);
+  EXPECT_TRUE(tensors_close(n[0], f32({1, 5}, {1, 1.1f, 2.1f, 4, 5})));
+  // int32 indices, int64 data.
+  auto w = run_single_op("ScatterElements", {{"d", iota_i64({4})},
+                                             {"i", Tensor::from_vector<std::int32_t>({2}, {3, 0})},
+                                             {"u", i64({2}, {-7, -8})}});
+  EXPECT_EQ(w[0], i64({4}, {-8, 1, 2, -7}));
+}
+
+TEST(LayoutScatterElements, AddAndMulCombineDuplicates) {
+  const Tensor row = f32({1, 5}, {1, 2, 3, 4, 5});
+  auto scatter = [&](const std::string& reduction) {
+    return run_single_op("ScatterElements",
+                         {{"d", row}, {"i", i64({1, 2}, {1, 1})}, {"u", f32({1, 2}, {1.1f, 2.1f})}},
+                         {{"axis", std::int64_t{1}}, {"reduction", reduction}})[0];
+  };
+  // ONNX test_scatter_elements_with_duplicate_indices: 2 + 1.1 + 2.1.
+  EXPECT_TRUE(tensors_close(scatter("add"), f32({1, 5}, {1, 5.2f, 3, 4, 5})));
+  EXPECT_TRUE(tensors_close(scatter("mul"), f32({1, 5}, {1, 2 * 1.1f * 2.1f, 3, 4, 5})));
+  auto ints = run_single_op(
+      "ScatterElements",
+      {{"d", iota_i64({2, 2})}, {"i", i64({2, 1}, {1, 1})}, {"u", i64({2, 1}, {10, 20})}},
+      {{"axis", std::int64_t{1}}, {"reduction", std::string("add")}});
+  EXPECT_EQ(ints[0], i64({2, 2}, {0, 11, 2, 23}));
+}
+
+TEST(LayoutScatterElements, Refusals) {
+  const Tensor d = iota_f32({2, 3});
+  const Tensor i = i64({1, 2}, {0, 1});
+  const Tensor u = f32({1, 2}, {9, 9});
+  auto graph = [&](std::map<std::string, Attribute> attrs, std::int64_t opset = 17) {
+    return single_op_graph("ScatterElements", {{"d", d}, {"i", i}, {"u", u}}, std::move(attrs), 1,
+                           opset);
+  };
+  // max/min are opset 18; before 16 there is no reduction at all.
+  EXPECT_THROW(graph({{"reduction", std::string("max")}}), UnsupportedError);
+  EXPECT_THROW(graph({{"reduction", std::string("add")}}, 15), UnsupportedError);
+  EXPECT_NO_THROW(graph({}, 11));
+  EXPECT_THROW(single_op_graph("ScatterElements", {{"d", d}, {"i", i}, {"u", f32({2, 1}, {9, 9})}}),
+               Error);
+  EXPECT_THROW(single_op_graph("ScatterElements", {{"d", d}, {"i", i}, {"u", i64({1, 2}, {9, 9})}}),
+               Error);
+  EXPECT_THROW(
+      single_op_graph("ScatterElements", {{"d", d}, {"i", i64({1, 2}, {0, 2}), true}, {"u", u}}),
+      Error);
+  try {
+    run_single_op("ScatterElements", {{"d", d}, {"i", i64({1, 2}, {0, 2})}, {"u", u}});
+    FAIL() << "expected Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ScatterElements node 'n0'"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(LayoutExpandTile, Broadcasts) {

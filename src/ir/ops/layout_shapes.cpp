@@ -1,8 +1,10 @@
 // Shape functions of the layout op family. These ops move bytes without arithmetic,
 // so they accept every dtype (exporters route int64 shape tensors through them); Resize
-// in linear mode is the exception and needs f32.
+// in linear mode (f32) and ScatterElements with a reduction (numeric) are the exceptions.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include "ir/ops/layout_params.hpp"
 #include "ir/ops/op_families.hpp"
@@ -242,21 +244,87 @@ std::vector<TensorType> infer_gather(const ShapeContext& ctx) {
   return {{x.dtype, out}};
 }
 
+// GatherElements and ScatterElements: indices have data's rank and address one data
+// element each, so off the axis they may not be longer than data.
+std::size_t elementwise_index_axis(const ShapeContext& ctx, const Shape& data, const Shape& idx) {
+  if (idx.size() != data.size()) {
+    ctx.fail("indices have rank {}, data rank {}", idx.size(), data.size());
+  }
+  const std::size_t axis = gather_axis(ctx, data);
+  for (std::size_t d = 0; d < idx.size(); ++d) {
+    if (d != axis && idx[d] > data[d]) {
+      ctx.fail("indices dim {} is {}, larger than data's {}", d, idx[d], data[d]);
+    }
+  }
+  return axis;
+}
+
 // GatherElements: out[i...] = data[i... with axis coordinate replaced by indices[i...]];
 // indices has data's rank, the output its shape.
 std::vector<TensorType> infer_gather_elements(const ShapeContext& ctx) {
   const TensorType x = ctx.input(0);
   const Shape& idx = ctx.input_shape(1);
-  if (idx.size() != x.shape.size()) {
-    ctx.fail("indices have rank {}, data rank {}", idx.size(), x.shape.size());
+  elementwise_index_axis(ctx, x.shape, idx);
+  return {{x.dtype, idx}};
+}
+
+// ScatterElements: output = data, then for every position i... of indices,
+// out[i... with axis coordinate replaced by indices[i...]] = updates[i...], or combined
+// with it by `reduction` (opset 16+; max/min only from opset 18).
+std::vector<TensorType> infer_scatter_elements(const ShapeContext& ctx) {
+  const std::string reduction = ctx.node().attr_string("reduction", "none");
+  const bool known =
+      reduction == "none" || (ctx.opset() >= 16 && (reduction == "add" || reduction == "mul"));
+  if (!known) ctx.unsupported("reduction '{}'", reduction);
+  const TensorType x = ctx.input(0);
+  const Shape& idx = ctx.input_shape(1);
+  elementwise_index_axis(ctx, x.shape, idx);
+  const TensorType updates = ctx.input(2);
+  if (updates.shape != idx) {
+    ctx.fail("updates have shape {}, indices {}", shape_to_string(updates.shape),
+             shape_to_string(idx));
   }
-  const std::size_t axis = gather_axis(ctx, x.shape);
-  for (std::size_t d = 0; d < idx.size(); ++d) {
-    if (d != axis && idx[d] > x.shape[d]) {
-      ctx.fail("indices dim {} is {}, larger than data's {}", d, idx[d], x.shape[d]);
+  if (updates.dtype != x.dtype) ctx.fail("updates and data differ in dtype");
+  // Combining needs arithmetic; plain replacement moves bytes of any dtype.
+  if (reduction != "none") ctx.require_dtype(0, {DType::F32, DType::F64, DType::I64, DType::I32});
+  return {{x.dtype, x.shape}};
+}
+
+// GatherND: indices [..., k] address k axes of data after the batch_dims leading axes,
+// which data and indices share; each index tuple selects a slice of the remaining axes.
+std::vector<TensorType> infer_gather_nd(const ShapeContext& ctx) {
+  ctx.require_dtype(1, {DType::I64});
+  const TensorType x = ctx.input(0);
+  const Shape& idx = ctx.input_shape(1);
+  const auto r = static_cast<std::int64_t>(x.shape.size());
+  const auto q = static_cast<std::int64_t>(idx.size());
+  if (r < 1 || q < 1) ctx.fail("data and indices must have rank >= 1, got {} and {}", r, q);
+  const std::int64_t b = ctx.node().attr_int("batch_dims", 0);
+  if (b < 0 || b >= std::min(r, q)) {
+    ctx.fail("batch_dims {} must be in [0, {})", b, std::min(r, q));
+  }
+  const auto batch = static_cast<std::size_t>(b);
+  for (std::size_t d = 0; d < batch; ++d) {
+    if (idx[d] != x.shape[d]) {
+      ctx.fail("batch dim {} is {} in indices but {} in data", d, idx[d], x.shape[d]);
     }
   }
-  return {{x.dtype, idx}};
+  const std::int64_t k = idx.back();
+  if (k < 1 || k > r - b) ctx.fail("indices' last dimension {} must be in [1, {}]", k, r - b);
+  if (const Tensor* c = ctx.constant(1)) {
+    const auto values = c->to_int64s();
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const std::size_t a = batch + i % static_cast<std::size_t>(k);
+      const std::int64_t dim = x.shape[a];
+      if (values[i] < -dim || values[i] >= dim) {
+        ctx.fail("index {} is out of range for axis {} of size {}", values[i], a, dim);
+      }
+    }
+  }
+  // indices.shape[:b] equals data.shape[:b], so the batch dims come with indices.
+  Shape out(idx.begin(), idx.end() - 1);
+  out.insert(out.end(), x.shape.begin() + b + k, x.shape.end());
+  return {{x.dtype, out}};
 }
 
 std::vector<TensorType> infer_expand(const ShapeContext& ctx) {
@@ -317,6 +385,8 @@ void register_layout_ops(OpSchemaTable& table) {
   table["Resize"] = {"Resize", 1, 4, 1, 1, infer_resize};
   table["Gather"] = {"Gather", 2, 2, 1, 1, infer_gather};
   table["GatherElements"] = {"GatherElements", 2, 2, 1, 1, infer_gather_elements};
+  table["GatherND"] = {"GatherND", 2, 2, 1, 1, infer_gather_nd};
+  table["ScatterElements"] = {"ScatterElements", 3, 3, 1, 1, infer_scatter_elements};
   table["Expand"] = {"Expand", 2, 2, 1, 1, infer_expand};
   table["Tile"] = {"Tile", 2, 2, 1, 1, infer_tile};
   table["DepthToSpace"] = {"DepthToSpace", 1, 1, 1, 1, infer_depth_to_space};

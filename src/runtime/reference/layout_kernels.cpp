@@ -1,10 +1,13 @@
-// Reference kernels of the layout op family. Apart from linear Resize they never look
-// at values: they move elements of `dtype_size` bytes, so one kernel serves every dtype.
+// Reference kernels of the layout op family. Apart from linear Resize and reducing
+// ScatterElements they never look at values: they move elements of `dtype_size` bytes,
+// so one kernel serves every dtype.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "ir/ops/layout_params.hpp"
+#include "runtime/reference/elementwise_util.hpp"
 #include "runtime/reference/reference_kernels.hpp"
 #include "util/error.hpp"
 
@@ -267,6 +270,108 @@ void gather_elements(const Node& node, std::span<const Tensor* const> inputs,
   }
 }
 
+// GatherND: each index tuple (within its batch) selects one contiguous slice of data's
+// trailing axes, copied to the output in indices order.
+void gather_nd(const Node& node, std::span<const Tensor* const> inputs, std::span<Tensor> outputs) {
+  const Tensor& x = *inputs[0];
+  const Tensor& idx = *inputs[1];
+  const Shape& ds = x.shape();
+  const auto b = static_cast<std::size_t>(node.attr_int("batch_dims", 0));
+  const auto k = static_cast<std::size_t>(idx.shape().back());
+  const Strides strides = shape_strides(ds);
+  const std::vector<std::int64_t> index = idx.to_int64s();
+  const auto tuples = static_cast<std::int64_t>(index.size() / k);
+  if (tuples == 0) return;
+  std::int64_t batches = 1;
+  for (std::size_t d = 0; d < b; ++d) batches *= ds[d];
+  const std::int64_t per_batch = tuples / batches;
+  const std::int64_t batch_size = b == 0 ? x.numel() : strides[b - 1];
+  const std::int64_t slice = b + k == ds.size() ? 1 : strides[b + k - 1];
+  const std::size_t elem = dtype_size(x.dtype());
+  const std::size_t bytes = static_cast<std::size_t>(slice) * elem;
+  std::byte* out = outputs[0].raw();
+  for (std::int64_t t = 0; t < tuples; ++t) {
+    std::int64_t src = (t / per_batch) * batch_size;
+    for (std::size_t a = 0; a < k; ++a) {
+      std::int64_t v = index[static_cast<std::size_t>(t) * k + a];
+      const std::int64_t dim = ds[b + a];
+      if (v < -dim || v >= dim) {
+        fail("{}: index {} is out of range for axis {} of size {}", node.describe(), v, b + a, dim);
+      }
+      if (v < 0) v += dim;
+      src += v * strides[b + a];
+    }
+    if (bytes) std::memcpy(out, x.raw() + static_cast<std::size_t>(src) * elem, bytes);
+    out += bytes;
+  }
+}
+
+// a + b or a * b; integers wrap around instead of overflowing.
+template <typename T>
+T combine(T a, T b, bool add) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(add ? static_cast<U>(static_cast<U>(a) + static_cast<U>(b))
+                              : static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+  } else {
+    return add ? a + b : a * b;
+  }
+}
+
+// ScatterElements: output = data; then, in indices order, each update replaces (or is
+// added to / multiplied into) the element its index addresses. With duplicate indices
+// and no reduction the last update wins, as in ONNX Runtime.
+void scatter_elements(const Node& node, std::span<const Tensor* const> inputs,
+                      std::span<Tensor> outputs) {
+  const Tensor& data = *inputs[0];
+  const Tensor& idx = *inputs[1];
+  const Tensor& updates = *inputs[2];
+  Tensor& out = outputs[0];
+  if (data.nbytes()) std::memcpy(out.raw(), data.raw(), data.nbytes());
+  const std::size_t rank = data.rank();
+  const auto axis = static_cast<std::size_t>(
+      normalize_axis(node.attr_int("axis", 0), static_cast<std::int64_t>(rank), node.describe()));
+  const Strides strides = shape_strides(data.shape());
+  const std::vector<std::int64_t> index = idx.to_int64s();
+  const std::int64_t dim = data.shape()[axis];
+  // Output element of every update, in indices' row-major order.
+  std::vector<std::int64_t> target(index.size());
+  std::vector<std::int64_t> pos(rank, 0);
+  for (std::size_t flat = 0; flat < index.size(); ++flat) {
+    std::int64_t v = index[flat];
+    if (v < -dim || v >= dim) {
+      fail("{}: index {} is out of range for axis {} of size {}", node.describe(), v, axis, dim);
+    }
+    if (v < 0) v += dim;
+    std::int64_t dst = 0;
+    for (std::size_t d = 0; d < rank; ++d) dst += (d == axis ? v : pos[d]) * strides[d];
+    target[flat] = dst;
+    for (std::size_t d = rank; d-- > 0;) {
+      if (++pos[d] < idx.shape()[d]) break;
+      pos[d] = 0;
+    }
+  }
+  const std::string reduction = node.attr_string("reduction", "none");
+  if (reduction == "none") {
+    const std::size_t elem = dtype_size(data.dtype());
+    for (std::size_t flat = 0; flat < target.size(); ++flat) {
+      std::memcpy(out.raw() + static_cast<std::size_t>(target[flat]) * elem,
+                  updates.raw() + flat * elem, elem);
+    }
+    return;
+  }
+  const bool add = reduction == "add";
+  elementwise_util::dispatch<float, double, std::int64_t, std::int32_t>(
+      data.dtype(), node, [&]<typename T>(T) {
+        T* y = out.data<T>();
+        const T* u = updates.data<T>();
+        for (std::size_t flat = 0; flat < target.size(); ++flat) {
+          T& e = y[target[flat]];
+          e = combine(e, u[flat], add);
+        }
+      });
+}
+
 void gather(const Node& node, std::span<const Tensor* const> inputs, std::span<Tensor> outputs) {
   const Tensor& x = *inputs[0];
   const Tensor& idx = *inputs[1];
@@ -460,6 +565,8 @@ void register_layout_kernels(ReferenceKernelTable& table) {
   table["Gather"] = gather;
   table["GatherElements"] = gather_elements;
   table["ScatterND"] = scatter_nd;
+  table["GatherND"] = gather_nd;
+  table["ScatterElements"] = scatter_elements;
   table["Expand"] = expand;
   table["Tile"] = tile;
   table["DepthToSpace"] = depth_to_space;

@@ -12,7 +12,7 @@ namespace orchid {
 enum class OpKind {
   Elementwise,  // one output per element, contiguous
   Reduction,    // Reduce*, ArgMax/ArgMin, TopK, GlobalAverage/MaxPool
-  Window,       // MaxPool/AveragePool: sliding windows, inputs reused from cache
+  Window,       // MaxPool/AveragePool/RoiAlign: windows, inputs reused from cache
   Transpose,
   Gather,
   Layout,  // reshape, slice, concat, pad, expand, resize...: data movement only
@@ -36,7 +36,10 @@ inline OpTraits op_traits(const std::string& op_type) {
           "GlobalAveragePool", "GlobalMaxPool", "CumSum"}) {
       t[op] = {OpKind::Reduction, false};
     }
-    for (const char* op : {"MaxPool", "AveragePool", "LpPool"}) t[op] = {OpKind::Window, false};
+    // RoiAlign: bilinear windows at data-dependent places, inputs reused from cache.
+    for (const char* op : {"MaxPool", "AveragePool", "LpPool", "RoiAlign"}) {
+      t[op] = {OpKind::Window, false};
+    }
     t["Transpose"] = {OpKind::Transpose, false};
     t["Gather"] = {OpKind::Gather, false};
     t["GatherElements"] = {OpKind::Gather, false};

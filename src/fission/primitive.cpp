@@ -28,9 +28,10 @@ const std::unordered_map<std::string, PrimitiveClass>& primitive_table() {
       }
       (*t)[op] = PrimitiveClass::Elementwise;
     }
+    // RoiAlign pools bilinear samples per bin, a data-dependent window.
     for (const char* op :
          {"ReduceSum", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ArgMax", "ArgMin",
-          "TopK", "MaxPool", "AveragePool", "Expand", "CumSum"}) {
+          "TopK", "MaxPool", "AveragePool", "RoiAlign", "Expand", "CumSum"}) {
       (*t)[op] = PrimitiveClass::ReduceBroadcast;
     }
     for (const char* op :

@@ -450,6 +450,17 @@ TEST(FissionReduce, TopKIndicesAreRefusedNamingTheNode) {
   }
 }
 
+TEST(FissionPooling, RoiAlignIsAPrimitive) {
+  const FissionResult r = check_rule(
+      single_op_graph("RoiAlign",
+                      {{"x", random_f32({2, 3, 6, 6}, 66)},
+                       {"rois", f32({2, 4}, {0.5f, 1, 4, 5.5f, 1, 0, 3, 2})},
+                       {"b", i64({2}, {1, 0}), true}},
+                      {{"output_height", std::int64_t{2}}, {"output_width", std::int64_t{3}}}),
+      {"RoiAlign"});
+  EXPECT_EQ(classes(r), (std::map<PrimitiveClass, std::size_t>{{kReduce, 1}}));
+}
+
 // ---------------------------------------------------------------- shape ops
 
 TEST(FissionShapeOps, FlattenSqueezeUnsqueezeReshapeAreStaticReshapes) {

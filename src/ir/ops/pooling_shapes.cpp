@@ -1,5 +1,5 @@
 // Shape functions of the pooling op family: MaxPool, AveragePool, GlobalAveragePool,
-// GlobalMaxPool.
+// GlobalMaxPool, RoiAlign.
 #include "ir/ops/op_families.hpp"
 #include "ir/ops/window_geometry.hpp"
 
@@ -54,6 +54,49 @@ std::vector<TensorType> infer_global_pool(const ShapeContext& ctx) {
   return {{DType::F32, out}};
 }
 
+// RoiAlign: per region of interest, an output_height x output_width grid of bins over
+// the image X[batch_indices[r]], each the average (or max) of bilinear samples.
+std::vector<TensorType> infer_roi_align(const ShapeContext& ctx) {
+  ctx.require_dtype(0, {DType::F32});
+  ctx.require_dtype(1, {DType::F32});
+  ctx.require_dtype(2, {DType::I64});
+  const Node& node = ctx.node();
+  const Shape& x = ctx.input_shape(0);
+  const Shape& rois = ctx.input_shape(1);
+  const Shape& batch = ctx.input_shape(2);
+  if (x.size() != 4) ctx.fail("X must be 4-D (N, C, H, W), got {}", shape_to_string(x));
+  if (x[2] == 0 || x[3] == 0) ctx.fail("X has empty spatial dims {}", shape_to_string(x));
+  if (rois.size() != 2 || rois[1] != 4) {
+    ctx.fail("rois must be [num_rois, 4], got {}", shape_to_string(rois));
+  }
+  if (batch != Shape{rois[0]}) {
+    ctx.fail("batch_indices have shape {}, expected [{}]", shape_to_string(batch), rois[0]);
+  }
+  const std::string mode = node.attr_string("mode", "avg");
+  if (mode != "avg" && mode != "max") ctx.unsupported("mode '{}'", mode);
+  const char* ctm_key = "coordinate_transformation_mode";
+  const std::string ctm = node.attr_string(ctm_key, "half_pixel");
+  if (ctm != "half_pixel" && ctm != "output_half_pixel") {
+    ctx.unsupported("coordinate_transformation_mode '{}'", ctm);
+  }
+  // Before opset 16 the attribute did not exist and coordinates were output_half_pixel;
+  // the kernel sees no opset and reads the attribute with the opset-16 default.
+  if (ctx.opset() < 16 && !node.has_attribute(ctm_key)) {
+    ctx.unsupported("opset < 16 coordinates without an explicit {}", ctm_key);
+  }
+  const std::int64_t oh = node.attr_int("output_height", 1);
+  const std::int64_t ow = node.attr_int("output_width", 1);
+  if (oh < 1 || ow < 1) ctx.fail("output size {}x{} must be positive", oh, ow);
+  const std::int64_t ratio = node.attr_int("sampling_ratio", 0);
+  if (ratio < 0) ctx.fail("sampling_ratio must be >= 0, got {}", ratio);
+  if (const Tensor* c = ctx.constant(2)) {
+    for (auto b : c->to_int64s()) {
+      if (b < 0 || b >= x[0]) ctx.fail("batch index {} is out of range for a batch of {}", b, x[0]);
+    }
+  }
+  return {{DType::F32, {rois[0], x[1], oh, ow}}};
+}
+
 }  // namespace
 
 void register_pooling_ops(OpSchemaTable& table) {
@@ -61,6 +104,7 @@ void register_pooling_ops(OpSchemaTable& table) {
   table["AveragePool"] = {"AveragePool", 1, 1, 1, 1, infer_average_pool};
   table["GlobalAveragePool"] = {"GlobalAveragePool", 1, 1, 1, 1, infer_global_pool};
   table["GlobalMaxPool"] = {"GlobalMaxPool", 1, 1, 1, 1, infer_global_pool};
+  table["RoiAlign"] = {"RoiAlign", 3, 3, 1, 1, infer_roi_align};
 }
 
 }  // namespace orchid

@@ -1,10 +1,15 @@
 // Reference kernels of the pooling op family. Windows are walked directly; averages
 // are summed in double and divided once, so they are as exact as float output allows.
+// RoiAlign interpolates in double too.
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "runtime/reference/linear_pooling_common.hpp"
 #include "runtime/reference/reference_kernels.hpp"
+#include "util/error.hpp"
 
 namespace orchid {
 
@@ -141,6 +146,112 @@ void global_max_pool(const Node&, std::span<const Tensor* const> inputs,
   }
 }
 
+// One bilinear sample of RoiAlign: four pixels of a plane and their weights.
+struct BilinearTap {
+  std::array<std::int64_t, 4> pos{};
+  std::array<double, 4> weight{};  // all 0 for a sample outside the image
+};
+
+// ONNX's sampling rule: a sample more than one pixel outside the image contributes 0;
+// otherwise coordinates below 0 clamp to 0 and those past the last row/column to it.
+BilinearTap bilinear_tap(double y, double x, std::int64_t h, std::int64_t w) {
+  BilinearTap t;
+  if (y < -1.0 || y > static_cast<double>(h) || x < -1.0 || x > static_cast<double>(w)) return t;
+  y = std::max(y, 0.0);
+  x = std::max(x, 0.0);
+  auto y_low = static_cast<std::int64_t>(y), x_low = static_cast<std::int64_t>(x);
+  std::int64_t y_high = y_low + 1, x_high = x_low + 1;
+  if (y_low >= h - 1) {
+    y_low = y_high = h - 1;
+    y = static_cast<double>(y_low);
+  }
+  if (x_low >= w - 1) {
+    x_low = x_high = w - 1;
+    x = static_cast<double>(x_low);
+  }
+  const double ly = y - static_cast<double>(y_low), lx = x - static_cast<double>(x_low);
+  const double hy = 1.0 - ly, hx = 1.0 - lx;
+  t.pos = {y_low * w + x_low, y_low * w + x_high, y_high * w + x_low, y_high * w + x_high};
+  t.weight = {hy * hx, hy * lx, ly * hx, ly * lx};
+  return t;
+}
+
+// RoiAlign as ONNX's reference implementation defines it: bin (ph, pw) of a region
+// samples a grid_h x grid_w grid at its sub-cell centres. avg divides the sum of the
+// samples by the grid size; max takes, like ONNX Runtime, the largest *weighted* pixel
+// term of any sample (not the max of interpolated values).
+void roi_align(const Node& node, std::span<const Tensor* const> inputs, std::span<Tensor> outputs) {
+  const Tensor& x = *inputs[0];
+  const float* rois = inputs[1]->data<float>();
+  const std::vector<std::int64_t> batch = inputs[2]->to_int64s();
+  Tensor& y = outputs[0];
+  const std::int64_t n = x.shape()[0], c = x.shape()[1], h = x.shape()[2], w = x.shape()[3];
+  const std::int64_t oh = y.shape()[2], ow = y.shape()[3];
+  const bool max_mode = node.attr_string("mode", "avg") == "max";
+  const bool half_pixel =
+      node.attr_string("coordinate_transformation_mode", "half_pixel") == "half_pixel";
+  const double scale = node.attr_float("spatial_scale", 1.0f);
+  const std::int64_t ratio = node.attr_int("sampling_ratio", 0);
+  const double shift = half_pixel ? 0.5 : 0.0;
+  const float* xd = x.data<float>();
+  float* yd = y.data<float>();
+  for (std::size_t r = 0; r < batch.size(); ++r) {
+    if (batch[r] < 0 || batch[r] >= n) {
+      fail("{}: batch index {} of roi {} is out of range for a batch of {}", node.describe(),
+           batch[r], r, n);
+    }
+    const float* roi = rois + 4 * r;
+    const double x0 = roi[0] * scale - shift, y0 = roi[1] * scale - shift;
+    double roi_w = roi[2] * scale - shift - x0, roi_h = roi[3] * scale - shift - y0;
+    if (!half_pixel) {
+      // The legacy mode forces malformed regions to 1x1.
+      roi_w = std::max(roi_w, 1.0);
+      roi_h = std::max(roi_h, 1.0);
+    }
+    const double bin_h = roi_h / static_cast<double>(oh), bin_w = roi_w / static_cast<double>(ow);
+    // Adaptive: about one sample per input pixel. A negative size samples nothing.
+    const auto grid_h = ratio > 0 ? ratio : static_cast<std::int64_t>(std::ceil(bin_h));
+    const auto grid_w = ratio > 0 ? ratio : static_cast<std::int64_t>(std::ceil(bin_w));
+    const std::int64_t samples =
+        std::max<std::int64_t>(grid_h, 0) * std::max<std::int64_t>(grid_w, 0);
+    const double count = static_cast<double>(std::max<std::int64_t>(grid_h * grid_w, 1));
+    // Taps depend on the region only: computed once, shared by every channel.
+    std::vector<BilinearTap> taps;
+    taps.reserve(static_cast<std::size_t>(oh * ow * samples));
+    for (std::int64_t ph = 0; ph < oh; ++ph) {
+      for (std::int64_t pw = 0; pw < ow; ++pw) {
+        for (std::int64_t iy = 0; iy < grid_h; ++iy) {
+          const double sy = y0 + static_cast<double>(ph) * bin_h +
+                            (static_cast<double>(iy) + 0.5) * bin_h / static_cast<double>(grid_h);
+          for (std::int64_t ix = 0; ix < grid_w; ++ix) {
+            const double sx = x0 + static_cast<double>(pw) * bin_w +
+                              (static_cast<double>(ix) + 0.5) * bin_w / static_cast<double>(grid_w);
+            taps.push_back(bilinear_tap(sy, sx, h, w));
+          }
+        }
+      }
+    }
+    for (std::int64_t ch = 0; ch < c; ++ch) {
+      const float* plane = xd + (batch[r] * c + ch) * h * w;
+      float* out = yd + (static_cast<std::int64_t>(r) * c + ch) * oh * ow;
+      const BilinearTap* tap = taps.data();
+      for (std::int64_t bin = 0; bin < oh * ow; ++bin) {
+        double acc = 0.0;
+        for (std::int64_t s = 0; s < samples; ++s, ++tap) {
+          if (max_mode) {
+            double best = tap->weight[0] * plane[tap->pos[0]];
+            for (int i = 1; i < 4; ++i) best = std::max(best, tap->weight[i] * plane[tap->pos[i]]);
+            acc = s == 0 ? best : std::max(acc, best);
+          } else {
+            for (int i = 0; i < 4; ++i) acc += tap->weight[i] * plane[tap->pos[i]];
+          }
+        }
+        out[bin] = static_cast<float>(max_mode ? acc : acc / count);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void register_pooling_kernels(ReferenceKernelTable& table) {
@@ -148,6 +259,7 @@ void register_pooling_kernels(ReferenceKernelTable& table) {
   table["AveragePool"] = average_pool;
   table["GlobalAveragePool"] = global_average_pool;
   table["GlobalMaxPool"] = global_max_pool;
+  table["RoiAlign"] = roi_align;
 }
 
 }  // namespace orchid

@@ -82,6 +82,7 @@ class TorchExport:
     notes: list = field(default_factory=list)
     check_atol: float = 1e-4        # torch vs ORT (real weights) sanity tolerance
     check_rtol: float = 1e-3
+    dynamic_outputs: bool = False   # output sizes depend on the data (detection post-processing)
 
 
 REGISTRY: dict[str, Spec] = {}
@@ -456,6 +457,49 @@ def _yolox():
                               "output [1,3549,85] = reg(4) | sigmoid(obj) | sigmoid(cls 80) per anchor "
                               "point, not decoded to boxes (as YOLOX's own ONNX export)",
                               "BatchNorm folded into conv by the exporter"])
+
+
+@register("ssdlite320", "torch",
+          summary="SSDlite320-MobileNetV3 detector with post-processing (NMS, If: data-dependent shapes)")
+def _ssdlite320():
+    torch = torch_setup()
+    import torchvision
+    # 20 candidates per class and 20 detections (torchvision: 300 and 300): with orchid's
+    # regenerated unit-gain weights the class scores are nearly uniform, and deep in a
+    # top-300 list neighbours differ by less than float32 rounding, so any two correct
+    # implementations may order them differently. The top 20 are well separated.
+    det = torchvision.models.detection.ssdlite320_mobilenet_v3_large(
+        weights=None, weights_backbone=None, topk_candidates=20, detections_per_img=20)
+    # As for MobileNetV2: fan-in init in the backbone and random BN statistics, or the
+    # features vanish and every class score is exactly 1/91 (ties decide the output).
+    kaiming_fan_in(det.backbone)
+    randomize_batchnorm(det)
+
+    class Wrap(torch.nn.Module):
+        """One image in, (boxes, scores, labels) out: torchvision's list/dict interface
+        as plain tensors."""
+
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, image):
+            out = self.m([image])[0]
+            return out["boxes"], out["scores"], out["labels"]
+
+    m = Wrap(det).eval()
+    return TorchExport(m, (image_input((3, 240, 240)),), ["image"], ["boxes", "scores", "labels"],
+                       source="torchvision.models.detection.ssdlite320_mobilenet_v3_large(weights=None, "
+                              "weights_backbone=None), random init, whole forward incl. transform "
+                              "and post-processing",
+                       notes=["backbone convs re-initialised kaiming-normal fan_in, BN statistics "
+                              "randomised; heads keep torchvision's init",
+                              "input one 3x240x240 image; the model's transform resizes it to 320x320",
+                              "post-processing: per-class score filter (NonZero), TopK, batched NMS "
+                              "(an If on 'no boxes'), top 20 candidates per class and 20 detections: output sizes depend on the "
+                              "data, so only the reference interpreter runs this model (orchestration "
+                              "refuses it, naming the first dynamic node)"],
+                       dynamic_outputs=True)
 
 
 @register("resnet50", "torch", summary="ResNet-50 classifier, BatchNormalization kept as nodes")
@@ -880,7 +924,7 @@ def fold_constants(model: onnx.ModelProto) -> int:
     return folded
 
 
-def make_outputs_static(model: onnx.ModelProto):
+def make_outputs_static(model: onnx.ModelProto, dynamic_outputs: bool = False):
     """Re-derives graph output shapes by ONNX shape inference (with data propagation)
     where the exporter left symbolic dims, and insists that every input and output is
     static."""
@@ -899,7 +943,8 @@ def make_outputs_static(model: onnx.ModelProto):
         for o in model.graph.output:
             if not static(o) and o.name in by_name and static(by_name[o.name]):
                 o.type.tensor_type.shape.CopyFrom(by_name[o.name].type.tensor_type.shape)
-    bad = [v.name for v in list(model.graph.input) + list(model.graph.output) if not static(v)]
+    checked = list(model.graph.input) + ([] if dynamic_outputs else list(model.graph.output))
+    bad = [v.name for v in checked if not static(v)]
     if bad:
         raise RuntimeError(f"not static after shape inference: {bad}")
 
@@ -1010,7 +1055,7 @@ def export_one(spec: Spec, keep_weights: bool) -> dict:
     for nd in model.graph.node:
         nd.doc_string = ""
 
-    make_outputs_static(model)
+    make_outputs_static(model, te is not None and te.dynamic_outputs)
     if te is not None and te.preserve_bn:
         n_bn = sum(nd.op_type == "BatchNormalization" for nd in model.graph.node)
         if n_bn == 0:

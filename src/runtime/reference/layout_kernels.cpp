@@ -455,7 +455,10 @@ double resize_source(const std::string& mode, std::int64_t o, double scale, std:
   if (mode == "half_pixel") return (x + 0.5) / scale - 0.5;
   if (mode == "pytorch_half_pixel") return out > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
   if (mode == "align_corners") {
-    return out == 1 ? 0.0 : x * static_cast<double>(in - 1) / static_cast<double>(out - 1);
+    // The resized length is in * scale before flooring, as in ONNX's reference (a
+    // 4 -> 2 downsample by scale 0.6 divides by 1.4, not 1); with sizes it is `out`.
+    const double resized = static_cast<double>(in) * scale;
+    return out == 1 ? 0.0 : x * static_cast<double>(in - 1) / (resized - 1.0);
   }
   if (mode == "tf_half_pixel_for_nn") return (x + 0.5) / scale;
   return x / scale;  // asymmetric

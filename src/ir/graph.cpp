@@ -85,6 +85,19 @@ void Graph::require_static_shapes(const std::string& what) const {
       what, name, count, node->describe());
 }
 
+std::size_t loop_state_inputs(const Node& loop) {
+  auto it = loop.subgraphs.find("body");
+  if (it == loop.subgraphs.end()) fail("{} has no body", loop.describe());
+  auto key = it->second->metadata.find(kLoopStateInputsKey);
+  if (key == it->second->metadata.end()) fail("{}: body lacks its state count", loop.describe());
+  const std::size_t state = std::stoul(key->second);
+  if (state < 2 || state > it->second->inputs.size() || state > loop.inputs.size()) {
+    fail("{}: body state count {} does not fit its {} inputs", loop.describe(), state,
+         it->second->inputs.size());
+  }
+  return state;
+}
+
 bool Graph::is_constant(const std::string& name) const {
   auto it = tensors_.find(name);
   return it != tensors_.end() && it->second.is_constant();
@@ -253,9 +266,10 @@ void Graph::validate() const {
   (void)topological_order();  // throws on a cycle
   for (const Node& node : nodes) {
     for (const auto& [key, subgraph] : node.subgraphs) {
-      if (subgraph->outputs.size() != node.outputs.size()) {
-        fail("graph '{}': {} has {} outputs but its {} has {}", name, node.describe(),
-             node.outputs.size(), key, subgraph->outputs.size());
+      const std::size_t expected = node.outputs.size() + (node.op_type == "Loop" ? 1 : 0);
+      if (subgraph->outputs.size() != expected) {
+        fail("graph '{}': {} expects {} outputs from its {}, which has {}", name, node.describe(),
+             expected, key, subgraph->outputs.size());
       }
       subgraph->validate();
     }

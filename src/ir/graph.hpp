@@ -83,4 +83,10 @@ class Graph {
   std::unordered_map<std::string, TensorInfo> tensors_;
 };
 
+// A Loop body's first inputs are its declared state (iteration number, condition,
+// carried values); the rest are outer values it reads, appended by the importer, which
+// records the state count in the body's metadata under this key.
+inline constexpr const char* kLoopStateInputsKey = "orchid.loop_state_inputs";
+std::size_t loop_state_inputs(const Node& loop);
+
 }  // namespace orchid

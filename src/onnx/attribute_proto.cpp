@@ -50,8 +50,7 @@ Attribute attribute_from_proto(const AttributeProto& proto, const std::string& b
       return tensor_from_proto(proto.t(), base_dir, where);
     case AttributeProto::GRAPH:
     case AttributeProto::GRAPHS:
-      unsupported("{} is a subgraph; control flow other than If (Loop, Scan) is not supported",
-                  where);
+      unsupported("{} is a subgraph; only If and Loop subgraphs are supported", where);
     case AttributeProto::SPARSE_TENSOR:
     case AttributeProto::SPARSE_TENSORS:
       unsupported("{} is a sparse tensor", where);

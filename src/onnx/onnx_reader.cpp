@@ -18,6 +18,7 @@ namespace orchid {
 namespace {
 
 constexpr std::int64_t kMinOpset = 7;
+
 constexpr std::int64_t kMaxOpset = 17;  // what libonnx 1.12 (checker, shape inference) knows
 
 bool is_default_domain(const std::string& domain) {
@@ -222,11 +223,14 @@ class Reader {
     }
     for (const auto& a : n.attribute()) {
       if (a.name().empty()) fail("{}: an attribute has no name", where);
-      if (node.op_type == "If" && (a.name() == "then_branch" || a.name() == "else_branch")) {
+      const bool branch =
+          node.op_type == "If" && (a.name() == "then_branch" || a.name() == "else_branch");
+      const bool body = node.op_type == "Loop" && a.name() == "body";
+      if (branch || body) {
         if (a.type() != onnx::AttributeProto::GRAPH || !a.has_g()) {
           fail("{}: attribute '{}' must be a graph", where, a.name());
         }
-        node.subgraphs[a.name()] = read_branch(a.g(), where + ", " + a.name());
+        node.subgraphs[a.name()] = read_subgraph(a.g(), where + ", " + a.name(), body);
         continue;
       }
       node.attributes[a.name()] = attribute_from_proto(a, base_dir_, where);
@@ -247,6 +251,7 @@ class Reader {
     while (!node.inputs.empty() && node.inputs.back().empty()) node.inputs.pop_back();
     while (!node.outputs.empty() && node.outputs.back().empty()) node.outputs.pop_back();
     if (node.op_type == "If") bind_branches(node, where);
+    if (node.op_type == "Loop") bind_loop_body(node, n, where);
     for (const auto& out : node.outputs) {
       if (out.empty()) continue;
       if (graph.is_constant(out) ||
@@ -259,32 +264,71 @@ class Reader {
     graph.nodes.push_back(std::move(node));
   }
 
-  // An If branch: its own constants and nodes; names it reads but does not define come
-  // from the enclosing scopes and become its inputs (bind_branches passes them in).
-  std::shared_ptr<Graph> read_branch(const onnx::GraphProto& g, const std::string& where) {
-    auto branch = std::make_shared<Graph>();
-    branch->name = g.name().empty() ? where : g.name();
-    if (g.input_size() > 0) {
+  // An If branch or a Loop body: its own constants and nodes; names it reads but does
+  // not define come from the enclosing scopes and become inputs after the declared ones
+  // (a Loop body declares iteration number, condition and carried values; a branch
+  // declares none). bind_branches / bind_loop_body pass the outer values in.
+  std::shared_ptr<Graph> read_subgraph(const onnx::GraphProto& g, const std::string& where,
+                                       bool loop_body) {
+    auto sub = std::make_shared<Graph>();
+    sub->name = g.name().empty() ? where : g.name();
+    if (!loop_body && g.input_size() > 0) {
       fail("{}: an If branch takes no inputs, this one lists {}", where, g.input_size());
     }
-    read_initializers(g, *branch);
+    read_initializers(g, *sub);
     collect_hints(g);
     std::unordered_set<std::string> produced;
-    for (int i = 0; i < g.node_size(); ++i) read_node(g.node(i), i, *branch, produced);
+    for (const auto& in : g.input()) {
+      if (in.name().empty()) fail("{}: a body input has no name", where);
+      if (!produced.insert(in.name()).second)
+        fail("{}: body input '{}' is listed twice", where, in.name());
+      sub->inputs.push_back(in.name());
+      sub->set_dynamic(in.name());  // per-iteration state, typed at run time
+    }
+    for (int i = 0; i < g.node_size(); ++i) read_node(g.node(i), i, *sub, produced);
     for (const auto& out : g.output()) {
-      if (out.name().empty()) fail("{}: a branch output has no name", where);
-      branch->outputs.push_back(out.name());
+      if (out.name().empty()) fail("{}: a subgraph output has no name", where);
+      sub->outputs.push_back(out.name());
     }
     std::set<std::string> seen;
     auto capture = [&](const std::string& name) {
-      if (name.empty() || produced.count(name) || branch->is_constant(name)) return;
-      if (seen.insert(name).second) branch->inputs.push_back(name);
+      if (name.empty() || produced.count(name) || sub->is_constant(name)) return;
+      if (seen.insert(name).second) {
+        sub->inputs.push_back(name);
+        sub->add_tensor(name);
+      }
     };
-    for (const Node& node : branch->nodes) {
+    for (const Node& node : sub->nodes) {
       for (const auto& in : node.inputs) capture(in);
     }
-    for (const auto& out : branch->outputs) capture(out);
-    return branch;
+    for (const auto& out : sub->outputs) capture(out);
+    if (loop_body) sub->metadata[kLoopStateInputsKey] = std::to_string(g.input_size());
+    return sub;
+  }
+
+  // Loop(M, cond, v...) with body(i, cond, v...) -> (cond, v..., scans...): the outer
+  // values the body reads are appended after the carried ones, in the body's order.
+  void bind_loop_body(Node& node, const onnx::NodeProto& n, const std::string& where) {
+    auto it = node.subgraphs.find("body");
+    if (it == node.subgraphs.end()) fail("{}: attribute 'body' (a subgraph) is missing", where);
+    Graph& body = *it->second;
+    const auto declared = static_cast<std::size_t>(n.input_size());
+    if (declared < 2)
+      fail("{}: Loop takes M and cond (either may be empty), has {}", where, declared);
+    const std::size_t carried = declared - 2;
+    const std::size_t state = std::stoul(body.metadata.at(kLoopStateInputsKey));
+    if (state != declared) {
+      fail("{}: body declares {} inputs, expected 2 + {} carried values", where, state, carried);
+    }
+    if (body.outputs.size() < 1 + carried ||
+        body.outputs.size() != 1 + static_cast<std::size_t>(n.output_size())) {
+      fail("{}: body has {} outputs, expected 1 + {} node outputs ({} carried)", where,
+           body.outputs.size(), n.output_size(), carried);
+    }
+    node.inputs.assign(n.input().begin(), n.input().end());  // keep empty M / cond in place
+    node.outputs.assign(n.output().begin(), n.output().end());
+    node.inputs.insert(node.inputs.end(), body.inputs.begin() + static_cast<std::ptrdiff_t>(state),
+                       body.inputs.end());
   }
 
   // Both branches see the same outer values, in one order, after the condition.

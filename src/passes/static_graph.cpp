@@ -113,62 +113,72 @@ std::vector<Node> inline_branch(Graph& graph, const Node& node, const Graph& bra
   return nodes;
 }
 
-// An If decided at run time: each branch is made static against the outer types (outer
-// constants become branch constants), and the If's outputs are static only where both
-// branches agree on dtype and shape.
-void prepare_branches(Graph& graph, Node& node, const StaticGraphOptions& options,
-                      StaticGraphStats& stats) {
-  // Outer constants are handed to the branches as constants, not as run-time inputs.
-  std::vector<std::string> outer(node.inputs.begin() + 1, node.inputs.end());
+// Control flow decided at run time. Subgraph inputs [0, state) are per-run state (a
+// Loop body's iteration number, condition and carried values; none for If branches),
+// typed per run; the rest mirror node.inputs from `state` on (If: from 1, after cond):
+// the outer values the subgraph reads. Outer constants become subgraph constants, each
+// subgraph is made static against the outer types, and for If the outputs are static
+// where both branches agree on dtype and shape.
+void prepare_subgraphs(Graph& graph, Node& node, std::size_t state, std::size_t first_outer,
+                       const StaticGraphOptions& options, StaticGraphStats& stats) {
+  if (node.inputs.size() < first_outer) {
+    fail("{}: has {} inputs, expected at least {}", node.describe(), node.inputs.size(),
+         first_outer);
+  }
+  std::vector<std::string> outer(node.inputs.begin() + static_cast<std::ptrdiff_t>(first_outer),
+                                 node.inputs.end());
   std::vector<std::size_t> kept_positions;
   for (std::size_t k = 0; k < outer.size(); ++k) {
     if (!graph.is_constant(outer[k])) kept_positions.push_back(k);
   }
-  for (auto& [key, branch] : node.subgraphs) {
-    const std::vector<std::string> inner = branch->inputs;
-    if (inner.size() != outer.size()) {
-      fail("{}: {} lists {} outer values, the node {}", node.describe(), key, inner.size(),
-           outer.size());
+  for (auto& [key, sub] : node.subgraphs) {
+    const std::vector<std::string> inner = sub->inputs;
+    if (inner.size() != state + outer.size()) {
+      fail("{}: {} lists {} inputs, expected {} + {} outer values", node.describe(), key,
+           inner.size(), state, outer.size());
     }
-    branch->inputs.clear();
+    sub->inputs.assign(inner.begin(), inner.begin() + static_cast<std::ptrdiff_t>(state));
+    for (std::size_t k = 0; k < state; ++k) sub->set_dynamic(inner[k]);
     for (std::size_t k = 0; k < outer.size(); ++k) {
+      const std::string& name = inner[state + k];
       const TensorInfo& info = graph.tensor(outer[k]);
       if (info.is_constant()) {
-        TensorInfo& copy = branch->set_type(inner[k], info.dtype, info.shape);
+        TensorInfo& copy = sub->set_type(name, info.dtype, info.shape);
         copy.data = info.data;
         continue;
       }
-      branch->inputs.push_back(inner[k]);
+      sub->inputs.push_back(name);
       if (info.dynamic) {
-        branch->set_dynamic(inner[k]);
+        sub->set_dynamic(name);
       } else if (info.has_type) {
-        branch->set_type(inner[k], info.dtype, info.shape);
+        sub->set_type(name, info.dtype, info.shape);
       } else {
         fail("{}: outer value '{}' has no type", node.describe(), outer[k]);
       }
     }
     try {
-      stats.inlined_branches += make_static(*branch, options).inlined_branches;
+      stats.inlined_branches += make_static(*sub, options).inlined_branches;
     } catch (const UnsupportedError& e) {
       throw UnsupportedError(fmt::format("{}, {}: {}", node.describe(), key, e.what()));
     } catch (const Error& e) {
       throw Error(fmt::format("{}, {}: {}", node.describe(), key, e.what()));
     }
   }
-  std::vector<std::string> inputs = {node.inputs[0]};
+  std::vector<std::string> inputs(node.inputs.begin(),
+                                  node.inputs.begin() + static_cast<std::ptrdiff_t>(first_outer));
   for (std::size_t k : kept_positions) inputs.push_back(outer[k]);
   node.inputs = std::move(inputs);
 
-  const Graph& then_branch = *node.subgraphs.at("then_branch");
-  const Graph& else_branch = *node.subgraphs.at("else_branch");
   for (std::size_t j = 0; j < node.outputs.size(); ++j) {
     if (node.outputs[j].empty()) continue;
+    graph.set_dynamic(node.outputs[j]);
+    if (node.op_type != "If") continue;  // a Loop's results depend on its trip count
+    const Graph& then_branch = *node.subgraphs.at("then_branch");
+    const Graph& else_branch = *node.subgraphs.at("else_branch");
     const TensorInfo& a = then_branch.tensor(then_branch.outputs[j]);
     const TensorInfo& b = else_branch.tensor(else_branch.outputs[j]);
     if (a.has_type && b.has_type && a.dtype == b.dtype && a.shape == b.shape) {
       graph.set_type(node.outputs[j], a.dtype, a.shape);
-    } else {
-      graph.set_dynamic(node.outputs[j]);
     }
   }
 }
@@ -200,7 +210,14 @@ StaticGraphStats make_static(Graph& graph, const StaticGraphOptions& options) {
         ++stats.inlined_branches;
         continue;
       }
-      prepare_branches(graph, node, options, stats);
+      prepare_subgraphs(graph, node, 0, 1, options, stats);
+      kept.push_back(std::move(node));
+      continue;
+    }
+    if (node.op_type == "Loop") {
+      // State: iteration number, condition, carried values (node inputs 2..).
+      const std::size_t state = loop_state_inputs(node);
+      prepare_subgraphs(graph, node, state, state, options, stats);
       kept.push_back(std::move(node));
       continue;
     }

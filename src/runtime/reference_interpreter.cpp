@@ -1,5 +1,6 @@
 #include "runtime/reference_interpreter.hpp"
 
+#include <cstring>
 #include <unordered_map>
 
 #include "ir/op_registry.hpp"
@@ -34,6 +35,77 @@ std::vector<Tensor> run_if(const Node& node, std::span<const Tensor* const> inpu
   return outputs;
 }
 
+// Stacks one scan output's per-iteration values along a new leading axis.
+Tensor stack(const Node& node, std::size_t k, const std::vector<Tensor>& parts) {
+  if (parts.empty()) return Tensor(DType::F32, {0});  // no iteration: element shape unknown
+  Shape shape = parts[0].shape();
+  shape.insert(shape.begin(), static_cast<std::int64_t>(parts.size()));
+  Tensor out(parts[0].dtype(), shape);
+  std::byte* dst = out.raw();
+  for (const Tensor& part : parts) {
+    if (part.shape() != parts[0].shape() || part.dtype() != parts[0].dtype()) {
+      fail("{}: scan output {} changes from {} {} to {} {} between iterations", node.describe(), k,
+           dtype_name(parts[0].dtype()), shape_to_string(parts[0].shape()),
+           dtype_name(part.dtype()), shape_to_string(part.shape()));
+    }
+    std::memcpy(dst, part.raw(), part.nbytes());
+    dst += part.nbytes();
+  }
+  return out;
+}
+
+// Loop(M, cond, v...): runs body(i, cond, v...) -> (cond, v..., scans...) while i < M
+// (when given) and cond (when given) hold. Carried values may change shape per
+// iteration; scan outputs are stacked.
+std::vector<Tensor> run_loop(const Node& node, std::span<const Tensor* const> inputs) {
+  const Graph& body = *node.subgraphs.at("body");
+  const std::size_t state = loop_state_inputs(node);
+  const std::size_t carried = state - 2;
+  if (inputs.size() != body.inputs.size()) {
+    fail("{}: body takes {} values, the node passes {}", node.describe(), body.inputs.size(),
+         inputs.size());
+  }
+  const std::size_t scans = body.outputs.size() - 1 - carried;
+  // Without a trip count a false condition must end the loop; a model that never says
+  // so would hang, so a bound turns that into an error.
+  constexpr std::int64_t kMaxIterations = std::int64_t{1} << 24;
+  const std::int64_t trip = inputs[0] ? inputs[0]->get_as_int64(0) : kMaxIterations;
+  bool cond = inputs[1] ? inputs[1]->get_as_double(0) != 0.0 : true;
+  std::vector<Tensor> values;
+  for (std::size_t k = 0; k < carried; ++k) {
+    if (!inputs[2 + k]) fail("{}: carried value {} is missing", node.describe(), k);
+    values.push_back(*inputs[2 + k]);
+  }
+  std::vector<std::vector<Tensor>> scanned(scans);
+  const ReferenceInterpreter interpreter(body);
+  std::int64_t i = 0;
+  for (; i < trip && cond; ++i) {
+    if (i == kMaxIterations) {
+      fail("{}: ran {} iterations without a trip count or a false condition", node.describe(), i);
+    }
+    TensorMap feed;
+    feed.emplace(body.inputs[0], Tensor::from_vector<std::int64_t>({}, {i}));
+    Tensor c(DType::Bool, {});
+    c.values<bool>()[0] = cond;
+    feed.emplace(body.inputs[1], std::move(c));
+    for (std::size_t k = 0; k < carried; ++k) feed.emplace(body.inputs[2 + k], values[k]);
+    for (std::size_t k = state; k < body.inputs.size(); ++k) {
+      if (!inputs[k]) fail("{}: outer value '{}' is missing", node.describe(), body.inputs[k]);
+      feed.emplace(body.inputs[k], *inputs[k]);
+    }
+    TensorMap results = interpreter.run(feed);
+    cond = results.at(body.outputs[0]).get_as_double(0) != 0.0;
+    for (std::size_t k = 0; k < carried; ++k) values[k] = results.at(body.outputs[1 + k]);
+    for (std::size_t k = 0; k < scans; ++k) {
+      scanned[k].push_back(results.at(body.outputs[1 + carried + k]));
+    }
+  }
+  std::vector<Tensor> outputs = std::move(values);
+  for (std::size_t k = 0; k < scans; ++k) outputs.push_back(stack(node, k, scanned[k]));
+  outputs.resize(node.outputs.size());
+  return outputs;
+}
+
 // Output types of a node whose shapes depend on values: its shape function run on a
 // scratch graph where every input is a constant holding the value at hand.
 std::vector<TensorInfo> types_from_values(const Graph& graph, const Node& node,
@@ -59,6 +131,7 @@ std::vector<TensorInfo> types_from_values(const Graph& graph, const Node& node,
 std::vector<Tensor> run_reference_node(const Graph& graph, const Node& node,
                                        std::span<const Tensor* const> inputs) {
   if (node.op_type == "If") return run_if(node, inputs);
+  if (node.op_type == "Loop") return run_loop(node, inputs);
   if (ShapingKernel sizing = find_shaping_kernel(node.op_type)) return sizing(node, inputs);
   ReferenceKernel kernel = find_reference_kernel(node.op_type);
   if (!kernel) {

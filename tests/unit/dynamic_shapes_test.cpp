@@ -232,6 +232,59 @@ TEST(DynamicShapes, IfWithConstantConditionIsReplacedByItsBranch) {
   }
 }
 
+// Loop(M, cond, acc0) over body(i, cond, acc) -> (cond', Concat(acc, x), x * i): the
+// carried value grows each iteration, the scan output stacks, x comes from outside.
+Graph loop_graph(bool stop_after_two) {
+  auto body = std::make_shared<Graph>();
+  body->name = "body";
+  body->inputs = {"i", "cond_in", "acc", "x"};
+  for (const auto& name : body->inputs) body->add_tensor(name);
+  body->metadata[kLoopStateInputsKey] = "3";
+  body->set_constant("one", i64({}, {1}));
+  body->nodes.push_back(
+      make_node("grow", "Concat", {"acc", "x"}, {"acc_next"}, {{"axis", std::int64_t{0}}}));
+  body->nodes.push_back(make_node("as_float", "Cast", {"i"}, {"i_f"}, {{"to", std::int64_t{1}}}));
+  body->nodes.push_back(make_node("scale", "Mul", {"x", "i_f"}, {"scan_val"}));
+  if (stop_after_two) {
+    body->nodes.push_back(make_node("more", "Less", {"i", "one"}, {"cond_out"}));
+  } else {
+    body->nodes.push_back(make_node("keep", "Identity", {"cond_in"}, {"cond_out"}));
+  }
+  body->outputs = {"cond_out", "acc_next", "scan_val"};
+
+  Graph g;
+  g.name = "loop";
+  g.set_type("x", DType::F32, {2});
+  g.inputs = {"x"};
+  g.set_constant("M", i64({}, {4}));
+  Tensor cond(DType::Bool, {});
+  cond.values<bool>()[0] = true;
+  g.set_constant("cond", cond);
+  g.set_constant("acc0", f32({1}, {9}));
+  Node n = make_node("repeat", "Loop", {"M", "cond", "acc0", "x"}, {"acc_final", "scans"});
+  n.subgraphs["body"] = body;
+  g.nodes.push_back(n);
+  g.outputs = {"acc_final", "scans"};
+  return g;
+}
+
+TEST(DynamicShapes, LoopCarriesGrowingValuesAndStacksScans) {
+  Graph g = loop_graph(false);
+  make_static(g);
+  EXPECT_TRUE(g.is_dynamic("acc_final"));
+  const TensorMap out = ReferenceInterpreter(g).run({{"x", f32({2}, {1, 2})}});
+  EXPECT_EQ(out.at("acc_final"), f32({9}, {9, 1, 2, 1, 2, 1, 2, 1, 2}));
+  EXPECT_EQ(out.at("scans"), f32({4, 2}, {0, 0, 1, 2, 2, 4, 3, 6}));
+}
+
+TEST(DynamicShapes, LoopStopsWhenTheBodySaysSo) {
+  Graph g = loop_graph(true);
+  make_static(g);
+  const TensorMap out = ReferenceInterpreter(g).run({{"x", f32({2}, {1, 2})}});
+  EXPECT_EQ(out.at("acc_final"), f32({5}, {9, 1, 2, 1, 2}));  // i = 0, 1, then 1 < 1 fails
+  EXPECT_EQ(out.at("scans"), f32({2, 2}, {0, 0, 1, 2}));
+}
+
 TEST(DynamicShapes, OptimizersRefuseDynamicGraphsNamingTheNode) {
   Graph g = nonzero_chain();
   make_static(g);

@@ -46,12 +46,16 @@ TEST_P(ZooModel, ImportsRunsAndGivesFiniteOutputs) {
   for (const Node& node : g.nodes) {
     for (const auto& out : node.outputs) {
       // Typed, or (only downstream of a data-dependent op) sized at run time.
-      if (!out.empty()) EXPECT_TRUE(g.tensor(out).has_type || g.tensor(out).dynamic) << out;
+      if (!out.empty()) {
+        EXPECT_TRUE(g.tensor(out).has_type || g.tensor(out).dynamic) << out;
+      }
     }
   }
   // Exporters' shape plumbing must fold away: no Shape node of a static tensor survives.
   for (const Node& node : g.nodes) {
-    if (node.op_type == "Shape") EXPECT_TRUE(g.is_dynamic(node.inputs[0])) << node.name;
+    if (node.op_type == "Shape") {
+      EXPECT_TRUE(g.is_dynamic(node.inputs[0])) << node.name;
+    }
   }
 
   ReferenceInterpreter interpreter(model.graph);

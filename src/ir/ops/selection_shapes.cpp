@@ -1,7 +1,7 @@
 // Shape functions of ops whose output sizes depend on input values: NonZero,
-// NonMaxSuppression, and If (whose branches may differ). They only check dtypes and
-// attributes; make_static marks their outputs dynamic (or folds them when every input
-// is a constant), and the reference interpreter sizes them per run.
+// NonMaxSuppression, If (whose branches may differ) and Loop (whose trip count may). They only
+// check dtypes and attributes; make_static marks their outputs dynamic (or folds them when every
+// input is a constant), and the reference interpreter sizes them per run.
 #include "ir/ops/op_families.hpp"
 
 namespace orchid {
@@ -65,12 +65,24 @@ std::vector<TensorType> infer_if(const ShapeContext& ctx) {
   return std::vector<TensorType>(node.outputs.size());
 }
 
+std::vector<TensorType> infer_loop(const ShapeContext& ctx) {
+  const Node& node = ctx.node();
+  auto it = node.subgraphs.find("body");
+  if (it == node.subgraphs.end()) ctx.fail("attribute 'body' (a subgraph) is missing");
+  if (it->second->outputs.size() != node.outputs.size() + 1) {
+    ctx.fail("body has {} outputs, expected {} (condition + the node's outputs)",
+             it->second->outputs.size(), node.outputs.size() + 1);
+  }
+  return std::vector<TensorType>(node.outputs.size());
+}
+
 }  // namespace
 
 void register_selection_ops(OpSchemaTable& table) {
   table["NonZero"] = {"NonZero", 1, 1, 1, 1, infer_non_zero, true};
   table["NonMaxSuppression"] = {"NonMaxSuppression", 2, 5, 1, 1, infer_non_max_suppression, true};
   table["If"] = {"If", 1, 1 << 20, 1, 1 << 20, infer_if, true};
+  table["Loop"] = {"Loop", 2, 1 << 20, 1, 1 << 20, infer_loop, true};
 }
 
 }  // namespace orchid

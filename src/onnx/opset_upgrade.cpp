@@ -226,6 +226,22 @@ void dropout_to_12(Upgrader&, Node& node, std::vector<Node>&) {
   node.attributes.erase("is_test");
 }
 
+// RoiAlign (< 16) had no coordinate_transformation_mode and behaved as
+// output_half_pixel; opset 16's default is half_pixel.
+void roialign_to_16(Upgrader&, Node& node, std::vector<Node>&) {
+  if (!node.has_attribute("coordinate_transformation_mode")) {
+    node.attributes["coordinate_transformation_mode"] = std::string("output_half_pixel");
+  }
+}
+
+// TopK (< 10): attribute k -> int64 [1] input 1.
+void topk_to_10(Upgrader& u, Node& node, std::vector<Node>&) {
+  if (!node.has_attribute("k")) u.refuse(node, "TopK needs a 'k' attribute");
+  const std::int64_t k = node.attr_int("k", 0);
+  node.attributes.erase("k");
+  set_input(node, 1, u.add_constant(node, "k", Tensor::from_int64s({k})));
+}
+
 using Rewrite = std::function<void(Upgrader&, Node&, std::vector<Node>&)>;
 
 struct RewriteRule {
@@ -249,6 +265,8 @@ const std::vector<RewriteRule>& rules() {
       {"LogSoftmax", 13, softmax_to_13},
       {"BatchNormalization", 18, batchnorm_to_17},
       {"Dropout", 12, dropout_to_12},
+      {"RoiAlign", 16, roialign_to_16},
+      {"TopK", 10, topk_to_10},
   };
   return table;
 }

@@ -735,6 +735,34 @@ TEST_F(OnnxIo, WriteReadRoundTripPassesChecker) {
   EXPECT_EQ(back.nodes[0].attributes, g.nodes[0].attributes);
 }
 
+TEST_F(OnnxIo, OldTopKAndRoiAlignFormsAreUpgraded) {
+  // TopK before opset 10 took k as an attribute: it becomes a constant input.
+  auto topk = make_model(9);
+  add_input(topk, "x", {2, 5});
+  set_int(add_node(topk, "TopK", {"x"}, {"v", "i"}, "top"), "k", 3);
+  add_output(topk, "v");
+  add_output(topk, "i");
+  Graph g = read_onnx(save(topk));
+  make_static(g);
+  const Node& t = node_of(g, "TopK");
+  EXPECT_FALSE(t.has_attribute("k"));
+  ASSERT_TRUE(g.is_constant(t.inputs.at(1)));
+  EXPECT_EQ(g.tensor(t.inputs[1]).data->to_int64s(), (std::vector<std::int64_t>{3}));
+  EXPECT_EQ(g.tensor("v").shape, (Shape{2, 3}));
+
+  // RoiAlign before opset 16 had no coordinate_transformation_mode and behaved as
+  // output_half_pixel (opset 16's default is half_pixel).
+  auto roi = make_model(11);
+  add_input(roi, "x", {1, 2, 4, 4});
+  add_input(roi, "rois", {1, 4});
+  add_input(roi, "batch", {1}, TensorProto::INT64);
+  add_node(roi, "RoiAlign", {"x", "rois", "batch"}, {"y"}, "pool");
+  add_output(roi, "y");
+  const Graph r = read_onnx(save(roi));
+  EXPECT_EQ(node_of(r, "RoiAlign").attr_string("coordinate_transformation_mode", ""),
+            "output_half_pixel");
+}
+
 TEST_F(OnnxIo, WrittenUpgradedModelPassesChecker) {
   auto m = one_op(11, "Softmax", {2, 3, 4});
   const Graph g = read_onnx(save(m));

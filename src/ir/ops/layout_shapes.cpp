@@ -171,7 +171,7 @@ std::vector<TensorType> infer_resize(const ShapeContext& ctx) {
   const TensorType x = ctx.input(0);
   const Node& node = ctx.node();
   const std::string mode = node.attr_string("mode", "nearest");
-  if (mode != "nearest" && mode != "linear") ctx.unsupported("mode '{}'", mode);
+  if (mode != "nearest" && mode != "linear" && mode != "cubic") ctx.unsupported("mode '{}'", mode);
   const std::string ctm = node.attr_string("coordinate_transformation_mode", "half_pixel");
   if (ctm != "half_pixel" && ctm != "pytorch_half_pixel" && ctm != "align_corners" &&
       ctm != "asymmetric" && ctm != "tf_half_pixel_for_nn") {

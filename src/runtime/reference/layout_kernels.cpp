@@ -478,6 +478,36 @@ std::int64_t nearest_index(double x, const std::string& mode, std::int64_t in) {
   return std::clamp<std::int64_t>(static_cast<std::int64_t>(r), 0, in - 1);
 }
 
+// Cubic convolution (Keys) weight of a tap at distance x, coefficient a.
+double cubic_weight(double x, double a) {
+  x = std::fabs(x);
+  if (x <= 1) return ((a + 2) * x - (a + 3)) * x * x + 1;
+  if (x < 2) return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+  return 0;
+}
+
+// The four taps around source coordinate `src`: indices clamped to the edge, or, with
+// exclude_outside, taps outside the input dropped and the rest renormalised.
+std::vector<std::pair<std::int64_t, double>> cubic_taps(double src, std::int64_t in, double a,
+                                                        bool exclude_outside) {
+  const double fl = std::floor(src);
+  const double t = src - fl;
+  const auto base = static_cast<std::int64_t>(fl);
+  std::vector<std::pair<std::int64_t, double>> taps;
+  double total = 0;
+  for (std::int64_t k = -1; k <= 2; ++k) {
+    const std::int64_t index = base + k;
+    double w = cubic_weight(static_cast<double>(k) - t, a);
+    if (exclude_outside && (index < 0 || index >= in)) w = 0;
+    total += w;
+    taps.emplace_back(std::clamp<std::int64_t>(index, 0, in - 1), w);
+  }
+  if (exclude_outside && total != 0) {
+    for (auto& tap : taps) tap.second /= total;
+  }
+  return taps;
+}
+
 void resize(const Node& node, std::span<const Tensor* const> inputs, std::span<Tensor> outputs) {
   const Tensor& x = *inputs[0];
   Tensor& y = outputs[0];
@@ -517,7 +547,10 @@ void resize(const Node& node, std::span<const Tensor* const> inputs, std::span<T
     return;
   }
 
-  // Linear is separable: interpolate one axis at a time (N-D linear).
+  // Linear and cubic are separable: interpolate one axis at a time.
+  const bool cubic = node.attr_string("mode", "nearest") == "cubic";
+  const double cubic_a = node.attr_float("cubic_coeff_a", -0.75f);
+  const bool exclude_outside = node.attr_int("exclude_outside", 0) != 0;
   std::vector<float> cur(x.values<float>().begin(), x.values<float>().end());
   Shape shape = x.shape();
   for (std::size_t d = 0; d < rank; ++d) {
@@ -529,6 +562,26 @@ void resize(const Node& node, std::span<const Tensor* const> inputs, std::span<T
       if (e > d) inner *= shape[e];
     }
     std::vector<float> next(static_cast<std::size_t>(outer * out_len * inner));
+    if (cubic) {
+      for (std::int64_t o = 0; o < out_len; ++o) {
+        const auto taps = cubic_taps(resize_source(ctm, o, plan.scales[d], in, out_len), in,
+                                     cubic_a, exclude_outside);
+        for (std::int64_t b = 0; b < outer; ++b) {
+          float* dst = next.data() + (b * out_len + o) * inner;
+          for (std::int64_t j = 0; j < inner; ++j) {
+            double acc = 0;
+            for (const auto& [index, weight] : taps) {
+              acc += weight * static_cast<double>(
+                                  cur[static_cast<std::size_t>((b * in + index) * inner + j)]);
+            }
+            dst[j] = static_cast<float>(acc);
+          }
+        }
+      }
+      cur.swap(next);
+      shape[d] = out_len;
+      continue;
+    }
     for (std::int64_t o = 0; o < out_len; ++o) {
       const double src = resize_source(ctm, o, plan.scales[d], in, out_len);
       const double fl = std::floor(src);

@@ -35,7 +35,8 @@ def torchvision_models():
         yield f"torchvision.{name}", lambda n=name, k=kwargs: getattr(tvm, n)(weights=None, **k), \
             (torch.randn(1, 3, size, size),), ["input"]
     for name in ["fasterrcnn_mobilenet_v3_large_320_fpn", "ssdlite320_mobilenet_v3_large",
-                 "retinanet_resnet50_fpn"]:
+                 "retinanet_resnet50_fpn", "fcos_resnet50_fpn", "maskrcnn_resnet50_fpn",
+                 "keypointrcnn_resnet50_fpn"]:
         yield f"torchvision.detection.{name}", \
             lambda n=name: getattr(det, n)(weights=None, weights_backbone=None), \
             ([torch.rand(3, 320, 320)],), ["images"]
@@ -105,8 +106,11 @@ def compare_with_ort(path, inputs, outs):
         worst = max(worst, float(d.max(initial=0)))
         if got.shape != want.shape or not np.all(d <= 1e-4 + 1e-3 * np.abs(want)):
             bad.append(meta.name)
-    return (f"MISMATCH vs ONNX Runtime ({', '.join(bad)}; max err {worst:.2g})" if bad
-            else f"matches ONNX Runtime (max err {worst:.1g})")
+    first = sess.get_outputs()[0].name
+    rows = np.load(os.path.join(outs, sanitize(first) + ".npy")).shape
+    size = f"; {first} {'x'.join(map(str, rows))}" if "detection" in path else ""
+    return (f"MISMATCH vs ONNX Runtime ({', '.join(bad)}; max err {worst:.2g}{size})" if bad
+            else f"matches ONNX Runtime (max err {worst:.1g}{size})")
 
 
 def main():
@@ -115,6 +119,8 @@ def main():
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "third_party.md"))
     parser.add_argument("--only", default="", help="comma-separated name prefixes")
     parser.add_argument("--ort", action="store_true", help="compare outputs with ONNX Runtime")
+    parser.add_argument("--out-append", action="store_true",
+                        help="replace only the rows of the models checked in an existing table")
     args = parser.parse_args()
     prefixes = [p for p in args.only.split(",") if p]
     torch.manual_seed(0)
@@ -155,6 +161,24 @@ def main():
                     rows.append((name, "refused", run.stderr.strip().replace(path, name + ".onnx")
                                  .replace("|", "/")[:300], ""))
                 print(rows[-1], flush=True)
+    if args.out_append and os.path.exists(args.out):
+        # Keep the table's notes and other rows; rows of the models checked here are
+        # replaced (or added at the end of the table).
+        with open(args.out) as f:
+            old = f.read().rstrip("\n").split("\n")
+        fresh = {n: f"| {n} | {r} | {m} | {t} |" for n, r, m, t in rows}
+        out = []
+        for line in old:
+            name = line.split("|")[1].strip() if line.startswith("| ") else None
+            if name in fresh:
+                out.append(fresh.pop(name))
+            else:
+                out.append(line)
+        out += list(fresh.values())
+        with open(args.out + ".tmp", "w") as f:
+            f.write("\n".join(out) + "\n")
+        os.replace(args.out + ".tmp", args.out)
+        return 0
     lines = ["# Third-party ONNX exports", "",
              f"`tools/check_third_party.py`: torch {torch.__version__}, opset 17, random weights; "
              "`orchid run` with random inputs.", "",

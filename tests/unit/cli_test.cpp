@@ -102,5 +102,24 @@ TEST(Cli, ErrorsAreOneLineAndNonZero) {
   EXPECT_NE(run_cli("run").code, 0);  // missing model argument
 }
 
+TEST(Cli, DetectionModelRunsButIsNotOrchestrated) {
+  // ssdlite320's NMS makes output sizes data-dependent: the reference interpreter runs
+  // it, orchestration and the plan executor refuse it in one line naming file and node.
+  const Result inspect = run_cli("inspect " + model("ssdlite320"));
+  ASSERT_EQ(inspect.code, 0) << inspect.err;
+  EXPECT_NE(inspect.out.find("data-dependent output shapes"), std::string::npos) << inspect.out;
+  const Result run = run_cli("run " + model("ssdlite320"));
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.out.find("output   boxes  f32 20x4"), std::string::npos) << run.out;
+  for (const char* command : {"orchestrate ", "run --device cpu "}) {
+    const Result refused = run_cli(command + model("ssdlite320"));
+    EXPECT_NE(refused.code, 0) << command;
+    EXPECT_EQ(std::count(refused.err.begin(), refused.err.end(), '\n'), 1) << refused.err;
+    for (const char* part : {"ssdlite320.onnx", "static shapes", "NonZero node"}) {
+      EXPECT_NE(refused.err.find(part), std::string::npos) << part << ": " << refused.err;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace orchid

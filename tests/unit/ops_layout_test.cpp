@@ -177,8 +177,23 @@ TEST(LayoutResize, NearestModesAndShapes) {
                          {{"coordinate_transformation_mode", std::string("asymmetric")},
                           {"nearest_mode", std::string("floor")}});
   EXPECT_TRUE(tensors_close(d[0], f32({1, 1, 1, 2}, {1, 3})));
+  // Cubic (Keys, a = -0.75), asymmetric x2: taps weigh -0.09375, 0.59375, 0.59375,
+  // -0.09375 at half positions, indices clamped to the edge; exclude_outside drops the
+  // tap left of the input and renormalises (1.5 / 1.09375).
+  const Tensor ramp = f32({1, 1, 1, 4}, {1, 2, 3, 4});
+  const Tensor twice = f32({4}, {1, 1, 1, 2});
+  const std::map<std::string, Attribute> cubic = {
+      {"mode", std::string("cubic")},
+      {"coordinate_transformation_mode", std::string("asymmetric")}};
+  auto c = run_single_op("Resize", {{"x", ramp}, {"", Tensor()}, {"sc", twice, true}}, cubic);
+  EXPECT_TRUE(tensors_close(
+      c[0], f32({1, 1, 1, 8}, {1, 1.40625f, 2, 2.5f, 3, 3.59375f, 4, 4.09375f}), 1e-6, 1e-6));
+  auto excluding = cubic;
+  excluding["exclude_outside"] = std::int64_t{1};
+  c = run_single_op("Resize", {{"x", ramp}, {"", Tensor()}, {"sc", twice, true}}, excluding);
+  EXPECT_NEAR(c[0].values<float>()[1], 1.5 / 1.09375, 1e-6);
   EXPECT_THROW(shape_of("Resize", {{"x", x}, {"", Tensor()}, {"sc", scales, true}},
-                        {{"mode", std::string("cubic")}}),
+                        {{"mode", std::string("bicubic")}}),
                UnsupportedError);
   EXPECT_THROW(shape_of("Resize", {{"x", x}, {"", Tensor()}, {"sc", scales, true}},
                         {{"coordinate_transformation_mode", std::string("tf_crop_and_resize")}}),

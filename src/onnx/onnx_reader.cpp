@@ -382,7 +382,6 @@ class Reader {
   Graph graph_;
   TypeHints hints_;
   std::unordered_set<std::string> node_names_;
-  std::unordered_set<std::string> produced_;
 };
 
 }  // namespace

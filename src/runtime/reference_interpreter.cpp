@@ -58,8 +58,8 @@ Tensor stack(const Node& node, std::size_t k, const std::vector<Tensor>& parts) 
 // (when given) and cond (when given) hold. Carried values may change shape per
 // iteration; scan outputs are stacked.
 std::vector<Tensor> run_loop(const Node& node, std::span<const Tensor* const> inputs) {
+  const std::size_t state = loop_state_inputs(node);  // an orchid::Error without a body
   const Graph& body = *node.subgraphs.at("body");
-  const std::size_t state = loop_state_inputs(node);
   const std::size_t carried = state - 2;
   if (inputs.size() != body.inputs.size()) {
     fail("{}: body takes {} values, the node passes {}", node.describe(), body.inputs.size(),

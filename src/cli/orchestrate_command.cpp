@@ -11,7 +11,9 @@
 #include "orchestrate/orchestrator.hpp"
 #include "orchestrate/plan_export.hpp"
 #include "passes/load_model.hpp"
+#include "passes/static_part.hpp"
 #include "util/atomic_file.hpp"
+#include "util/error.hpp"
 
 namespace orchid::cli {
 
@@ -28,12 +30,28 @@ struct OrchestrateCliOptions {
   bool no_softmax_alternative = false;
   CostCliOptions cost;
   std::string plan_kind = "optimal";
+  bool static_part = false;
 };
 
 void orchestrate_command(const OrchestrateCliOptions& o) {
   const auto start = std::chrono::steady_clock::now();
-  const LoadedModel loaded = load_model(o.model.model, o.model.import_options());
-  loaded.graph.require_static_shapes(fmt::format("'{}': kernel orchestration", o.model.model));
+  LoadedModel loaded = load_model(o.model.model, o.model.import_options());
+  if (const Node* dynamic = loaded.graph.first_dynamic_node(); dynamic && o.static_part) {
+    const std::size_t all = loaded.graph.nodes.size();
+    loaded.graph = static_part(loaded.graph);
+    fmt::print(
+        "static part  {} of {} nodes, before the data-dependent shapes that start at {}; its {} "
+        "outputs are what the rest reads\n",
+        loaded.graph.nodes.size(), all, dynamic->describe(), loaded.graph.outputs.size());
+  }
+  if (loaded.graph.first_dynamic_node()) {
+    try {
+      loaded.graph.require_static_shapes(fmt::format("'{}': kernel orchestration", o.model.model));
+    } catch (const UnsupportedError& e) {
+      throw UnsupportedError(
+          fmt::format("{}; --static-part orchestrates the nodes before the first one", e.what()));
+    }
+  }
   const DeviceSpec spec = load_device_spec(o.device);
   const auto cost_model = make_cost_model(spec, o.cost);
   OrchestrateOptions options;
@@ -109,6 +127,9 @@ Action add_orchestrate_command(CLI::App& app) {
       ->check(CLI::Range(1, 100000));
   cmd->add_flag("--no-softmax-alternative", o->no_softmax_alternative,
                 "Do not offer the softmax-after-matmul reassociation");
+  cmd->add_flag("--static-part", o->static_part,
+                "For a model with data-dependent shapes (detection post-processing): "
+                "orchestrate the nodes before them");
   return [o] { orchestrate_command(*o); };
 }
 

@@ -9,6 +9,7 @@
 #include "ir/op_registry.hpp"
 #include "op_test_util.hpp"
 #include "passes/static_graph.hpp"
+#include "passes/static_part.hpp"
 #include "runtime/reference_interpreter.hpp"
 
 namespace orchid {
@@ -283,6 +284,28 @@ TEST(DynamicShapes, LoopStopsWhenTheBodySaysSo) {
   const TensorMap out = ReferenceInterpreter(g).run({{"x", f32({2}, {1, 2})}});
   EXPECT_EQ(out.at("acc_final"), f32({5}, {9, 1, 2, 1, 2}));  // i = 0, 1, then 1 < 1 fails
   EXPECT_EQ(out.at("scans"), f32({2, 2}, {0, 0, 1, 2}));
+}
+
+TEST(DynamicShapes, StaticPartKeepsWhatRunsBeforeTheDataDependentNodes) {
+  // x -> Relu -> r -> NonZero ...: the static part is the Relu, its output r.
+  Graph g = nonzero_chain();
+  g.nodes.insert(g.nodes.begin(), make_node("relu", "Relu", {"x"}, {"r"}));
+  g.nodes[1].inputs = {"r"};
+  make_static(g);
+  const Graph part = static_part(g);
+  ASSERT_EQ(part.nodes.size(), 1u);
+  EXPECT_EQ(part.nodes[0].name, "relu");
+  EXPECT_EQ(part.outputs, (std::vector<std::string>{"r"}));
+  // A static graph comes back as it is; one dynamic from its input has no static part.
+  EXPECT_EQ(static_part(part).nodes.size(), 1u);
+  Graph from_input = nonzero_chain();
+  make_static(from_input);
+  try {
+    (void)static_part(from_input);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("NonZero node 'nz'"), std::string::npos) << e.what();
+  }
 }
 
 TEST(DynamicShapes, OptimizersRefuseDynamicGraphsNamingTheNode) {

@@ -15,6 +15,7 @@
 #include "orchestrate/orchestrator.hpp"
 #include "orchestrate/selection_blp.hpp"
 #include "passes/load_model.hpp"
+#include "passes/static_part.hpp"
 #include "runtime/random_inputs.hpp"
 #include "runtime/reference_interpreter.hpp"
 #include "util/random.hpp"
@@ -247,6 +248,35 @@ TEST_P(ZooOrchestration, OptimalBeatsBaselinesAndEveryPlanComputesTheModel) {
   ASSERT_EQ(again.optimal.kernels.size(), o.optimal.kernels.size());
   for (std::size_t k = 0; k < o.optimal.kernels.size(); ++k) {
     EXPECT_EQ(again.optimal.kernels[k].nodes, o.optimal.kernels[k].nodes);
+  }
+}
+
+TEST(StaticPartLong, DetectorBackboneOrchestratesAndItsPlansComputeIt) {
+  // ssdlite320 without its post-processing (orchid orchestrate --static-part): backbone,
+  // heads and box decoding up to the first NonZero. Its six parallel heads leave few
+  // single-tensor cuts (one region of 16,625 candidates whose root LP alone takes about
+  // 80 s here, hence label "long"), so optimality is not required; every plan must still
+  // compute the static part exactly.
+  const LoadedModel loaded = load_model(std::string(ORCHID_MODELS_DIR) + "/ssdlite320.onnx");
+  const Graph part = static_part(loaded.graph);
+  EXPECT_EQ(part.first_dynamic_node(), nullptr);
+  EXPECT_LT(part.nodes.size(), loaded.graph.nodes.size());
+  ASSERT_FALSE(part.outputs.empty());
+  const auto model = make_analytic_cost_model(load_device_spec("a100"));
+  OrchestrateOptions options;
+  options.time_limit_s = 3;
+  const Orchestration o = orchestrate(part, *model, options);
+  for (const Plan* base : {&o.greedy, &o.operator_level, &o.per_primitive}) {
+    EXPECT_LE(o.optimal.total_us, base->total_us * (1 + 1e-12)) << base->kind;
+  }
+  const TensorMap feed = make_random_inputs(part, 0);
+  const TensorMap expected = ReferenceInterpreter(part).run(feed);
+  for (const Plan* plan : {&o.optimal, &o.greedy, &o.operator_level, &o.per_primitive}) {
+    const TensorMap got = execute_plan_with_reference_kernels(o, *plan, feed);
+    for (const auto& [name, value] : expected) {
+      EXPECT_TRUE(testing::tensors_close(got.at(name), value, 1e-4, 1e-4))
+          << plan->kind << " output " << name;
+    }
   }
 }
 

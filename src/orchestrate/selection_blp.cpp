@@ -73,32 +73,38 @@ SelectionResult solve_selection_cbc(const SelectionProblem& p, double time_limit
     if (s.empty()) fail("kernel selection: a required tensor has no candidate producer");
   }
 
-  CoinPackedMatrix matrix(false, 0, 0);
-  matrix.setDimensions(0, n);
+  // Rows are collected first and the matrix built in one piece: appending rows one by
+  // one makes CoinPackedMatrix copy itself as it grows (quadratic; a region of 16,625
+  // candidates spent ~90 s there before CBC started).
+  std::vector<CoinBigIndex> starts;
+  std::vector<int> lengths;
+  std::vector<int> indices;
+  std::vector<double> elements;
   std::vector<double> row_lo, row_hi;
   const double inf = COIN_DBL_MAX;
-  for (const auto& s : p.covers) {
-    std::vector<double> ones(s.size(), 1.0);
-    matrix.appendRow(static_cast<int>(s.size()), s.data(), ones.data());
-    row_lo.push_back(1.0);
-    row_hi.push_back(inf);
-  }
+  auto add_row = [&](const std::vector<int>& idx, double coefficient_of_last, double lo,
+                     double hi) {
+    starts.push_back(static_cast<CoinBigIndex>(indices.size()));
+    lengths.push_back(static_cast<int>(idx.size()));
+    for (std::size_t k = 0; k < idx.size(); ++k) {
+      indices.push_back(idx[k]);
+      elements.push_back(k + 1 == idx.size() ? coefficient_of_last : 1.0);
+    }
+    row_lo.push_back(lo);
+    row_hi.push_back(hi);
+  };
+  for (const auto& s : p.covers) add_row(s, 1.0, 1.0, inf);
   for (const auto& [j, providers] : p.requirements) {
     // sum providers - a_j >= 0 (a_j itself is never its own provider)
     std::vector<int> idx = providers;
-    std::vector<double> val(providers.size(), 1.0);
     idx.push_back(j);
-    val.push_back(-1.0);
-    matrix.appendRow(static_cast<int>(idx.size()), idx.data(), val.data());
-    row_lo.push_back(0.0);
-    row_hi.push_back(inf);
+    add_row(idx, -1.0, 0.0, inf);
   }
-  for (const auto& c : p.nogoods) {
-    std::vector<double> ones(c.size(), 1.0);
-    matrix.appendRow(static_cast<int>(c.size()), c.data(), ones.data());
-    row_lo.push_back(-inf);
-    row_hi.push_back(static_cast<double>(c.size()) - 1.0);
-  }
+  for (const auto& c : p.nogoods) add_row(c, 1.0, -inf, static_cast<double>(c.size()) - 1.0);
+  starts.push_back(static_cast<CoinBigIndex>(indices.size()));
+  const CoinPackedMatrix matrix(false, n, static_cast<int>(lengths.size()),
+                                static_cast<CoinBigIndex>(indices.size()), elements.data(),
+                                indices.data(), starts.data(), lengths.data());
   std::vector<double> col_lo(static_cast<std::size_t>(n), 0.0);
   std::vector<double> col_hi(static_cast<std::size_t>(n), 1.0);
 

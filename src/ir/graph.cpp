@@ -59,12 +59,15 @@ bool Graph::is_dynamic(const std::string& name) const {
   return it != tensors_.end() && it->second.dynamic;
 }
 
+bool Graph::is_dynamic_node(const Node& node) const {
+  if (!node.subgraphs.empty()) return true;
+  return std::any_of(node.outputs.begin(), node.outputs.end(),
+                     [&](const std::string& out) { return !out.empty() && is_dynamic(out); });
+}
+
 const Node* Graph::first_dynamic_node() const {
   for (const Node& node : nodes) {
-    if (!node.subgraphs.empty()) return &node;
-    for (const auto& out : node.outputs) {
-      if (!out.empty() && is_dynamic(out)) return &node;
-    }
+    if (is_dynamic_node(node)) return &node;
   }
   return nullptr;
 }
@@ -72,12 +75,8 @@ const Node* Graph::first_dynamic_node() const {
 void Graph::require_static_shapes(const std::string& what) const {
   const Node* node = first_dynamic_node();
   if (!node) return;
-  std::size_t count = 0;
-  for (const Node& n : nodes) {
-    bool dynamic = !n.subgraphs.empty();
-    for (const auto& out : n.outputs) dynamic = dynamic || (!out.empty() && is_dynamic(out));
-    count += dynamic ? 1 : 0;
-  }
+  const auto count =
+      std::count_if(nodes.begin(), nodes.end(), [&](const Node& n) { return is_dynamic_node(n); });
   unsupported(
       "{} needs static shapes, but graph '{}' has {} node(s) whose output shapes depend on "
       "tensor values, first {}; only the reference interpreter runs such graphs (orchid run "

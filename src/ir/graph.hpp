@@ -52,6 +52,8 @@ class Graph {
 
   bool is_constant(const std::string& name) const;
   bool is_dynamic(const std::string& name) const;
+  // Control flow, or an output whose shape depends on tensor values.
+  bool is_dynamic_node(const Node& node) const;
   // The first node (in node order) whose outputs have data-dependent shapes, or nullptr
   // when the graph is fully static. Optimizers need static shapes and refuse otherwise.
   const Node* first_dynamic_node() const;

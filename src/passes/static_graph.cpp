@@ -260,11 +260,9 @@ StaticGraphStats make_static(Graph& graph, const StaticGraphOptions& options) {
   graph.remove_dead_nodes();
   stats.dead_nodes = before_dce - graph.nodes.size();
   stats.nodes_after = graph.nodes.size();
-  for (const Node& node : graph.nodes) {
-    bool dynamic = !node.subgraphs.empty();
-    for (const auto& out : node.outputs) dynamic = dynamic || graph.is_dynamic(out);
-    stats.dynamic_nodes += dynamic ? 1 : 0;
-  }
+  stats.dynamic_nodes = static_cast<std::size_t>(
+      std::count_if(graph.nodes.begin(), graph.nodes.end(),
+                    [&](const Node& node) { return graph.is_dynamic_node(node); }));
   graph.validate();
   return stats;
 }

@@ -15,10 +15,8 @@ Graph static_part(const Graph& graph) {
   const auto order = graph.topological_order();
   for (std::size_t i : order) {
     const Node& node = graph.nodes[i];
-    bool ok = node.subgraphs.empty();
-    for (const auto& out : node.outputs) {
-      ok = ok && (out.empty() || (graph.tensor(out).has_type && !graph.is_dynamic(out)));
-    }
+    bool ok = !graph.is_dynamic_node(node);
+    for (const auto& out : node.outputs) ok = ok && (out.empty() || graph.tensor(out).has_type);
     for (const auto& in : node.inputs) {
       ok = ok && (in.empty() || graph.is_constant(in) || available.count(in) != 0);
     }

@@ -13,8 +13,8 @@ namespace orchid {
 namespace {
 
 TEST(SupportedOpsDoc, ListsExactlyTheRegisteredOps) {
-  const auto doc = std::filesystem::path(ORCHID_MODELS_DIR).parent_path() / "docs" /
-                   "supported_ops.md";
+  const auto doc =
+      std::filesystem::path(ORCHID_MODELS_DIR).parent_path() / "docs" / "supported_ops.md";
   std::ifstream in(doc);
   ASSERT_TRUE(in) << doc;
   std::set<std::string> listed;

@@ -176,7 +176,11 @@ void run(const RunOptions& options) {
   std::optional<PlanExecutorStats> stats;
   std::string kernel_breakdown;
   if (!options.device.empty() || !options.plan.empty()) {
-    g.require_static_shapes(fmt::format("'{}': the plan executor", options.model.model));
+    try {
+      g.require_static_shapes(fmt::format("'{}': the plan executor", options.model.model));
+    } catch (const UnsupportedError& e) {
+      throw UnsupportedError(fmt::format("{} (orchid run without --device/--plan)", e.what()));
+    }
     FissionResult fission_result;
     Plan plan;
     if (!options.plan.empty()) {

@@ -79,8 +79,7 @@ void Graph::require_static_shapes(const std::string& what) const {
       std::count_if(nodes.begin(), nodes.end(), [&](const Node& n) { return is_dynamic_node(n); });
   unsupported(
       "{} needs static shapes, but graph '{}' has {} node(s) whose output shapes depend on "
-      "tensor values, first {}; only the reference interpreter runs such graphs (orchid run "
-      "without --device/--plan)",
+      "tensor values, first {}; only the reference interpreter runs such graphs",
       what, name, count, node->describe());
 }
 

@@ -520,7 +520,7 @@ Workload load_case_file(const std::string& path, std::int64_t batch) {
 }
 
 Workload load_workload(const std::string& spec, std::int64_t batch, const ConfigRoots& roots) {
-  if (batch < 1) fail("--batch must be at least 1, got {}", batch);
+  if (batch < 1) fail("batch must be at least 1, got {}", batch);
   namespace fs = std::filesystem;
   auto from_onnx = [&](const std::string& path) {
     LoadedModel model = load_model(path);

@@ -41,7 +41,7 @@ std::map<std::uint64_t, ProfileEntry> read_entries(const std::string& path,
   try {
     j = json::parse(text.str());
   } catch (const std::exception& e) {
-    fail("profile database '{}' is not valid JSON ({}); delete it or pass another --profile-db",
+    fail("profile database '{}' is not valid JSON ({}); delete it or choose another database file",
          path, e.what());
   }
   if (!j.is_object() || j.value("format", "") != "orchid-profile-db") {
@@ -166,8 +166,8 @@ std::string default_profile_db_path(const std::string& device) {
   const char* home = std::getenv("HOME");
   if (home && *home) return (fs::path(home) / ".cache" / "orchid" / file).string();
   fail(
-      "no place for the profile database: neither XDG_CACHE_HOME nor HOME is set; pass "
-      "--profile-db PATH");
+      "no place for the profile database: neither XDG_CACHE_HOME nor HOME is set; choose "
+      "a database file explicitly");
 }
 
 }  // namespace orchid

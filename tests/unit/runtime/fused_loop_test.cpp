@@ -103,9 +103,9 @@ void expect_loop_matches(const Graph& g, std::int64_t want_cols) {
   std::vector<std::size_t> nodes;
   for (std::size_t i = 0; i < g.nodes.size(); ++i) nodes.push_back(i);
   const std::set<std::string> needed(g.outputs.begin(), g.outputs.end());
-  std::string why;
-  auto loop = FusedLoop::compile(g, nodes, needed, &why);
-  ASSERT_TRUE(loop) << why;
+  auto compiled = FusedLoop::compile(g, nodes, needed);
+  ASSERT_TRUE(compiled) << compiled.why();
+  const std::unique_ptr<FusedLoop>& loop = *compiled;
   EXPECT_EQ(loop->cols(), want_cols);
   const TensorMap feed = make_random_inputs(g, 7);
   const TensorMap want = ReferenceInterpreter(g).run(feed);
@@ -209,7 +209,9 @@ TEST(FusedLoop, RefusesWhatItCannotExpress) {
                  {{"ReduceMean", {"x"}, {"m"}, {{"axes", std::vector<std::int64_t>{0}}}},
                   {"Sub", {"x", "m"}, {"y"}}},
                  {"y"});
-  EXPECT_FALSE(FusedLoop::compile(lead, {0, 1}, {"y"}, &why));
+  auto refused = FusedLoop::compile(lead, {0, 1}, {"y"});
+  EXPECT_FALSE(refused);
+  if (!refused) why = refused.why();
   EXPECT_NE(why.find("not trailing"), std::string::npos) << why;
   // Reductions over rows of different lengths cannot share one domain.
   const Graph two =
@@ -217,12 +219,14 @@ TEST(FusedLoop, RefusesWhatItCannotExpress) {
                  {{"ReduceMean", {"x"}, {"m"}, {{"axes", std::vector<std::int64_t>{1}}}},
                   {"ReduceMean", {"x"}, {"all"}, {{"axes", std::vector<std::int64_t>{0, 1}}}}},
                  {"m", "all"});
-  EXPECT_FALSE(FusedLoop::compile(two, {0, 1}, {"m", "all"}, &why));
+  EXPECT_FALSE(FusedLoop::compile(two, {0, 1}, {"m", "all"}));
   // Ops with no fused form (pooling) are refused with their name.
   Graph pool = make_graph(
       {{"x", {1, 2, 4, 4}}}, {},
       {{"MaxPool", {"x"}, {"y"}, {{"kernel_shape", std::vector<std::int64_t>{2, 2}}}}}, {"y"});
-  EXPECT_FALSE(FusedLoop::compile(pool, {0}, {"y"}, &why));
+  auto pooled = FusedLoop::compile(pool, {0}, {"y"});
+  EXPECT_FALSE(pooled);
+  if (!pooled) why = pooled.why();
   EXPECT_NE(why.find("MaxPool"), std::string::npos) << why;
 }
 

@@ -14,7 +14,6 @@
 
 namespace orchid {
 
-
 std::string_view primitive_class_name(PrimitiveClass c);
 
 // True for ops allowed in a primitive graph.

@@ -17,9 +17,9 @@ namespace orchid {
 
 // Tensors at the edge of the executed graph whose layout is fixed from outside.
 struct GraphBoundaryLayouts {
-  std::set<std::string> plain;            // read plain by the caller (graph outputs)
-  std::set<std::string> written_nhwc;     // graph inputs a neighbour writes channels-last
-  std::set<std::string> read_nhwc;        // graph outputs neighbours read channels-last
+  std::set<std::string> plain;         // read plain by the caller (graph outputs)
+  std::set<std::string> written_nhwc;  // graph inputs a neighbour writes channels-last
+  std::set<std::string> read_nhwc;     // graph outputs neighbours read channels-last
 };
 
 // The arena tensors the plan keeps channels-last (cost/layout_policy.hpp's rule over the

@@ -27,7 +27,8 @@ void ReusedPool::allocate() {
 
 std::byte* ReusedPool::at(std::int64_t offset) {
   if (!allocated_) internal_error("memory pool: address taken before allocation");
-  if (offset < 0 || offset > peak_) internal_error("memory pool: offset {} outside {} bytes", offset, peak_);
+  if (offset < 0 || offset > peak_)
+    internal_error("memory pool: offset {} outside {} bytes", offset, peak_);
   return buffer_.data() + offset;
 }
 

@@ -26,7 +26,7 @@ struct LinearOp {
   dnnl::memory src, wei, dst;       // what the primitive reads and writes
   dnnl::memory src_user, dst_user;  // plain views of arena tensors when reorders are needed
   std::optional<dnnl::reorder> src_reorder, dst_reorder;
-  bool packed_weights = false;     // `wei` owns a reordered copy of constant weights
+  bool packed_weights = false;       // `wei` owns a reordered copy of constant weights
   std::vector<dnnl::memory> binary;  // post-op src1 tensors, in post-op order
   // Per binary post-op: a full-size operand stored plain for an NHWC convolution is
   // reordered into `binary[i]` first (oneDNN 2.6 reads such operands in the result's

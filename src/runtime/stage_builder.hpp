@@ -34,8 +34,8 @@ class StageBuilder {
   std::optional<std::pair<LinearStage, std::size_t>> linear_stage(const PlannedKernel& pk,
                                                                   std::size_t pos,
                                                                   KernelPlaces& places);
-  std::optional<LoopStage> loop_stage(const PlannedKernel& pk, std::size_t begin,
-                                      std::size_t end, KernelPlaces& places);
+  std::optional<LoopStage> loop_stage(const PlannedKernel& pk, std::size_t begin, std::size_t end,
+                                      KernelPlaces& places);
   Stage single_node_stage(const Node& n, KernelPlaces& places);
 
   const Graph& graph_;

@@ -63,10 +63,10 @@ void access_patterns(OpSchemaTable& table) {
             "Pad", "Expand", "Tile", "Resize", "DepthToSpace", "SpaceToDepth", "Dropout",
             "ScatterND", "ScatterElements"},
            access(AccessPattern::Layout));
-  for_each(table, {"Exp",  "Log",  "Erf",   "Tanh", "Sigmoid", "Softplus", "Softsign", "Sqrt",
-                   "Div",  "Pow",  "Reciprocal", "Sin", "Cos", "Tan",      "Asin",     "Acos",
-                   "Atan", "Sinh", "Cosh",  "Asinh", "Acosh",  "Atanh",    "Elu",      "Selu",
-                   "Celu", "Mish", "Gelu",  "Mod"},
+  for_each(table, {"Exp",   "Log",  "Erf",  "Tanh",       "Sigmoid", "Softplus", "Softsign",
+                   "Sqrt",  "Div",  "Pow",  "Reciprocal", "Sin",     "Cos",      "Tan",
+                   "Asin",  "Acos", "Atan", "Sinh",       "Cosh",    "Asinh",    "Acosh",
+                   "Atanh", "Elu",  "Selu", "Celu",       "Mish",    "Gelu",     "Mod"},
            [](OpTraits& t) { t.transcendental = true; });
 }
 
@@ -122,7 +122,8 @@ void fused_forms(OpSchemaTable& table) {
   reduce("ReduceMin", ReduceFn::Min);
   // Constant-mode Pad writes a fill value and linear Resize blends several elements:
   // the fused loop checks those attributes (runtime/fused/fused_loop.cpp).
-  for_each(table, {"Transpose", "Reshape", "Slice", "Expand", "Identity", "Gather", "Pad", "Resize"},
+  for_each(table,
+           {"Transpose", "Reshape", "Slice", "Expand", "Identity", "Gather", "Pad", "Resize"},
            [](OpTraits& t) { t.fused.kind = FusedForm::Kind::DataMove; });
 }
 
@@ -152,10 +153,10 @@ void onednn_algorithms(OpSchemaTable& table) {
 
 void structural_ops(OpSchemaTable& table) {
   for_each(table,
-           {"Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Shape",
-            "Gather", "Concat", "Split", "Slice", "Cast", "Expand", "Dropout", "Constant",
-            "ConstantOfShape", "Range", "Tile", "Pad", "Size", "Where", "Equal", "DepthToSpace",
-            "SpaceToDepth"},
+           {"Reshape", "Transpose", "Flatten",  "Squeeze",         "Unsqueeze",    "Identity",
+            "Shape",   "Gather",    "Concat",   "Split",           "Slice",        "Cast",
+            "Expand",  "Dropout",   "Constant", "ConstantOfShape", "Range",        "Tile",
+            "Pad",     "Size",      "Where",    "Equal",           "DepthToSpace", "SpaceToDepth"},
            [](OpTraits& t) { t.structural = true; });
 }
 

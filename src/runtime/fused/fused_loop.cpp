@@ -23,15 +23,15 @@ namespace orchid {
 namespace {
 
 // Inside the compiler: returns the refusal of `expr` from the enclosing function.
-#define ORCHID_TRY(expr)                \
-  do {                                  \
-    if (auto r_ = (expr); !r_) {        \
-      return r_.refusal();              \
-    }                                   \
+#define ORCHID_TRY(expr)         \
+  do {                           \
+    if (auto r_ = (expr); !r_) { \
+      return r_.refusal();       \
+    }                            \
   } while (0)
 // Declares `name` as the value of `expr`, or returns its refusal.
-#define ORCHID_TRY_LET(name, expr)                  \
-  auto name##_result = (expr);                      \
+#define ORCHID_TRY_LET(name, expr)                    \
+  auto name##_result = (expr);                        \
   if (!name##_result) return name##_result.refusal(); \
   auto name = std::move(*name##_result)
 

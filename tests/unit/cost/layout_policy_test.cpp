@@ -18,8 +18,8 @@ bool keep(std::initializer_list<LayoutUse> uses) {
 TEST(LayoutPolicy, KeepsWhatAConvWritesAndConvsReadChannelsLast) {
   EXPECT_TRUE(keep({U::ChannelsLastWrite, U::ChannelsLastSource}));
   EXPECT_TRUE(keep({U::ChannelsLastWrite, U::ChannelsLastOperand, U::ChannelsLastSource}));
-  EXPECT_FALSE(keep({U::ChannelsLastWrite}));                    // nobody reads it so
-  EXPECT_FALSE(keep({U::ChannelsLastSource}));                   // nobody writes it so
+  EXPECT_FALSE(keep({U::ChannelsLastWrite}));   // nobody reads it so
+  EXPECT_FALSE(keep({U::ChannelsLastSource}));  // nobody writes it so
   EXPECT_FALSE(keep({U::ChannelsLastWrite, U::ChannelsLastSource, U::Plain}));  // a loop reads it
   EXPECT_FALSE(keep({}));
   LayoutUses uses;
@@ -67,8 +67,7 @@ TEST(LayoutPolicy, BoundariesFollowTheNeighbours) {
   EXPECT_EQ(channels_last_boundaries(make_kernel_view(g, {0, 1})), std::set<std::string>{"r"});
   // Conv2 alone: "r" comes from a Conv through an elementwise epilogue; "c2" feeds the
   // residual Add, whose other operand is a full-size activation.
-  EXPECT_EQ(channels_last_boundaries(make_kernel_view(g, {2})),
-            (std::set<std::string>{"c2", "r"}));
+  EXPECT_EQ(channels_last_boundaries(make_kernel_view(g, {2})), (std::set<std::string>{"c2", "r"}));
   // The Add: its result is a graph output, read plain.
   EXPECT_EQ(channels_last_boundaries(make_kernel_view(g, {3})), (std::set<std::string>{"c2", "r"}));
   EXPECT_TRUE(channels_last_boundaries(make_kernel_view(g, {0})).empty());  // x: a graph input

@@ -45,7 +45,9 @@ TEST(OpTraits, TheTraitsAgreeWithEachOther) {
     EXPECT_EQ(&t, &op_traits(op));
     // Linear primitives are linear for the cost model; reductions a loop computes are
     // reduce primitives; what a loop computes per element is an elementwise primitive.
-    if (t.primitive == PrimitiveClass::Linear) EXPECT_EQ(t.access, AccessPattern::Linear);
+    if (t.primitive == PrimitiveClass::Linear) {
+      EXPECT_EQ(t.access, AccessPattern::Linear);
+    }
     if (t.fused.kind == FusedForm::Kind::Reduce) {
       EXPECT_EQ(t.primitive, PrimitiveClass::ReduceBroadcast);
       EXPECT_EQ(t.access, AccessPattern::Reduction);
@@ -54,7 +56,9 @@ TEST(OpTraits, TheTraitsAgreeWithEachOther) {
       EXPECT_EQ(t.primitive, PrimitiveClass::Elementwise);
     }
     // An op folded into a linear epilogue is an elementwise primitive.
-    if (t.epilogue) EXPECT_EQ(t.primitive, PrimitiveClass::Elementwise);
+    if (t.epilogue) {
+      EXPECT_EQ(t.primitive, PrimitiveClass::Elementwise);
+    }
   }
 }
 

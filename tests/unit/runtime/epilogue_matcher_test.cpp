@@ -17,10 +17,11 @@ using runtime_test::one_kernel_plan;
 using runtime_test::pattern;
 
 // MatMul of x [4, 8] by a constant [8, 6], then `epilogue`, as one kernel.
-EpilogueMatch match_after_matmul(const std::vector<NodeSpec>& epilogue,
-                                 const std::vector<std::pair<std::string, Tensor>>& constants,
-                                 const std::vector<std::string>& outputs,
-                                 const std::vector<std::pair<std::string, Shape>>& more_inputs = {}) {
+EpilogueMatch match_after_matmul(
+    const std::vector<NodeSpec>& epilogue,
+    const std::vector<std::pair<std::string, Tensor>>& constants,
+    const std::vector<std::string>& outputs,
+    const std::vector<std::pair<std::string, Shape>>& more_inputs = {}) {
   std::vector<NodeSpec> nodes{{"MatMul", {"x", "w"}, {"mm"}}};
   nodes.insert(nodes.end(), epilogue.begin(), epilogue.end());
   auto all_constants = constants;
@@ -39,12 +40,11 @@ EpilogueMatch match_after_matmul(const std::vector<NodeSpec>& epilogue,
 }
 
 TEST(EpilogueMatcher, BiasAndReluBecomeBinaryAndEltwisePostOps) {
-  const EpilogueMatch m = match_after_matmul(
-      {{"Add", {"mm", "b"}, {"biased"}}, {"Relu", {"biased"}, {"y"}}}, {{"b", pattern({6})}},
-      {"y"});
+  const EpilogueMatch m =
+      match_after_matmul({{"Add", {"mm", "b"}, {"biased"}}, {"Relu", {"biased"}, {"y"}}},
+                         {{"b", pattern({6})}}, {"y"});
   ASSERT_EQ(m.post_ops.size(), 2u);
-  EXPECT_EQ(m.post_ops[0],
-            (PostOp{PostOp::Kind::Binary, OnednnAlgorithm::BinaryAdd, 0, 0, "b"}));
+  EXPECT_EQ(m.post_ops[0], (PostOp{PostOp::Kind::Binary, OnednnAlgorithm::BinaryAdd, 0, 0, "b"}));
   EXPECT_EQ(m.post_ops[1], (PostOp{PostOp::Kind::Eltwise, OnednnAlgorithm::EltwiseRelu, 0, 0, ""}));
   EXPECT_EQ(m.result, "y");
   EXPECT_EQ(m.nodes, 3u);
@@ -65,21 +65,20 @@ TEST(EpilogueMatcher, ClipWithConstantBoundsAndMaxWithAScalarAreClips) {
 }
 
 TEST(EpilogueMatcher, SwishAndGeluFromTheirFissionedForms) {
-  const EpilogueMatch swish = match_after_matmul(
-      {{"Sigmoid", {"mm"}, {"s"}}, {"Mul", {"mm", "s"}, {"y"}}}, {}, {"y"});
+  const EpilogueMatch swish =
+      match_after_matmul({{"Sigmoid", {"mm"}, {"s"}}, {"Mul", {"mm", "s"}, {"y"}}}, {}, {"y"});
   ASSERT_EQ(swish.post_ops.size(), 1u);
   EXPECT_EQ(swish.post_ops[0].algorithm, OnednnAlgorithm::EltwiseSwish);
   EXPECT_EQ(swish.nodes, 3u);
 
-  const EpilogueMatch gelu = match_after_matmul({{"Div", {"mm", "sqrt2"}, {"d"}},
-                                                 {"Erf", {"d"}, {"e"}},
-                                                 {"Add", {"e", "one"}, {"e1"}},
-                                                 {"Mul", {"mm", "e1"}, {"xe"}},
-                                                 {"Mul", {"xe", "half"}, {"y"}}},
-                                                {{"sqrt2", f32({}, {std::sqrt(2.0f)})},
-                                                 {"one", f32({}, {1.0f})},
-                                                 {"half", f32({}, {0.5f})}},
-                                                {"y"});
+  const EpilogueMatch gelu = match_after_matmul(
+      {{"Div", {"mm", "sqrt2"}, {"d"}},
+       {"Erf", {"d"}, {"e"}},
+       {"Add", {"e", "one"}, {"e1"}},
+       {"Mul", {"mm", "e1"}, {"xe"}},
+       {"Mul", {"xe", "half"}, {"y"}}},
+      {{"sqrt2", f32({}, {std::sqrt(2.0f)})}, {"one", f32({}, {1.0f})}, {"half", f32({}, {0.5f})}},
+      {"y"});
   ASSERT_EQ(gelu.post_ops.size(), 1u);
   EXPECT_EQ(gelu.post_ops[0].algorithm, OnednnAlgorithm::EltwiseGeluErf);
   EXPECT_EQ(gelu.nodes, 6u);
@@ -109,18 +108,19 @@ TEST(EpilogueMatcher, RefusesOpsWithoutAPostOpAndMaxOfATensor) {
 
 TEST(EpilogueMatcher, RefusesOperandsThatDoNotBroadcastToTheResult) {
   // [3, 4, 6] + [4, 6] has another shape than the linear op's result.
-  const EpilogueMatch m = match_after_matmul({{"Add", {"mm", "big"}, {"y"}}}, {}, {"y"},
-                                             {{"big", {3, 4, 6}}});
+  const EpilogueMatch m =
+      match_after_matmul({{"Add", {"mm", "big"}, {"y"}}}, {}, {"y"}, {{"big", {3, 4, 6}}});
   EXPECT_TRUE(m.post_ops.empty());
   EXPECT_NE(m.stopped.find("not the linear op's shape"), std::string::npos) << m.stopped;
 }
 
 TEST(EpilogueMatcher, StopsWhereTheRunningValueIsNeededElsewhere) {
   // "r" is read twice, so it must be stored: the chain ends before its readers.
-  const EpilogueMatch twice = match_after_matmul(
-      {{"Relu", {"mm"}, {"r"}}, {"Sigmoid", {"r"}, {"a"}}, {"Tanh", {"r"}, {"b"}},
-       {"Add", {"a", "b"}, {"y"}}},
-      {}, {"y"});
+  const EpilogueMatch twice = match_after_matmul({{"Relu", {"mm"}, {"r"}},
+                                                  {"Sigmoid", {"r"}, {"a"}},
+                                                  {"Tanh", {"r"}, {"b"}},
+                                                  {"Add", {"a", "b"}, {"y"}}},
+                                                 {}, {"y"});
   ASSERT_EQ(twice.post_ops.size(), 1u);
   EXPECT_EQ(twice.result, "r");
   EXPECT_FALSE(twice.stopped.empty());

@@ -19,6 +19,7 @@
 #include "passes/load_model.hpp"
 #include "runtime/fused/fused_loop.hpp"
 #include "runtime/plan_executor.hpp"
+#include "small_graph.hpp"
 #include "test_config_roots.hpp"
 
 namespace {
@@ -55,47 +56,10 @@ void operator delete(void* p, const std::nothrow_t&) noexcept {
 namespace orchid {
 namespace {
 
-struct NodeSpec {
-  std::string op;
-  std::vector<std::string> inputs, outputs;
-  std::map<std::string, Attribute> attributes = {};
-};
-
-// A typed graph of `nodes`; `inputs` are graph inputs (random values), `constants`
-// weights; the outputs are `outputs`.
-Graph make_graph(const std::vector<std::pair<std::string, Shape>>& inputs,
-                 const std::vector<std::pair<std::string, Tensor>>& constants,
-                 const std::vector<NodeSpec>& nodes, const std::vector<std::string>& outputs) {
-  Graph g;
-  g.name = "fused_loop_test";
-  g.opset = 17;
-  for (const auto& [name, shape] : inputs) {
-    g.set_type(name, DType::F32, shape);
-    g.inputs.push_back(name);
-  }
-  for (const auto& [name, value] : constants) g.set_constant(name, value);
-  int i = 0;
-  for (const auto& spec : nodes) {
-    Node n;
-    n.name = "n" + std::to_string(i++);
-    n.op_type = spec.op;
-    n.inputs = spec.inputs;
-    n.outputs = spec.outputs;
-    n.attributes = spec.attributes;
-    g.nodes.push_back(std::move(n));
-  }
-  g.outputs = outputs;
-  infer_shapes(g);
-  g.validate();
-  return g;
-}
-
-Tensor f32(Shape shape, std::vector<float> v) {
-  return Tensor::from_vector<float>(std::move(shape), v);
-}
-Tensor i64(Shape shape, std::vector<std::int64_t> v) {
-  return Tensor::from_vector<std::int64_t>(std::move(shape), v);
-}
+using runtime_test::f32;
+using runtime_test::i64;
+using runtime_test::make_graph;
+using runtime_test::NodeSpec;
 
 // Compiles every node of `g` as one loop (asserting it compiles), runs it and compares
 // each graph output with the reference interpreter.

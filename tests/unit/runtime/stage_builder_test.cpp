@@ -22,20 +22,20 @@ using runtime_test::pattern;
 
 // Conv + bias + Relu, MaxPool, Sigmoid * itself, Concat.
 Graph four_stage_graph() {
-  return make_graph(
-      {{"x", {1, 3, 8, 8}}}, {{"w", pattern({4, 3, 3, 3})}, {"b", pattern({1, 4, 1, 1})}},
-      {{"Conv", {"x", "w"}, {"c"}, {{"pads", std::vector<std::int64_t>{1, 1, 1, 1}}}},
-       {"Add", {"c", "b"}, {"cb"}},
-       {"Relu", {"cb"}, {"r"}},
-       {"MaxPool",
-        {"r"},
-        {"p"},
-        {{"kernel_shape", std::vector<std::int64_t>{2, 2}},
-         {"strides", std::vector<std::int64_t>{2, 2}}}},
-       {"Sigmoid", {"p"}, {"s"}},
-       {"Mul", {"s", "s"}, {"q"}},
-       {"Concat", {"q", "q"}, {"y"}, {{"axis", std::int64_t{1}}}}},
-      {"y"});
+  return make_graph({{"x", {1, 3, 8, 8}}},
+                    {{"w", pattern({4, 3, 3, 3})}, {"b", pattern({1, 4, 1, 1})}},
+                    {{"Conv", {"x", "w"}, {"c"}, {{"pads", std::vector<std::int64_t>{1, 1, 1, 1}}}},
+                     {"Add", {"c", "b"}, {"cb"}},
+                     {"Relu", {"cb"}, {"r"}},
+                     {"MaxPool",
+                      {"r"},
+                      {"p"},
+                      {{"kernel_shape", std::vector<std::int64_t>{2, 2}},
+                       {"strides", std::vector<std::int64_t>{2, 2}}}},
+                     {"Sigmoid", {"p"}, {"s"}},
+                     {"Mul", {"s", "s"}, {"q"}},
+                     {"Concat", {"q", "q"}, {"y"}, {{"axis", std::int64_t{1}}}}},
+                    {"y"});
 }
 
 TEST(StageBuilder, CutsAKernelIntoOneStageOfEachKind) {
@@ -82,7 +82,8 @@ TEST(StageBuilder, TheStagesComputeWhatTheGraphMeans) {
     const Tensor& b = want.at("y");
     ASSERT_EQ(a.shape(), b.shape());
     for (std::int64_t i = 0; i < a.numel(); ++i) {
-      ASSERT_NEAR(a.get_as_double(i), b.get_as_double(i), 1e-4 + 1e-3 * std::fabs(b.get_as_double(i)))
+      ASSERT_NEAR(a.get_as_double(i), b.get_as_double(i),
+                  1e-4 + 1e-3 * std::fabs(b.get_as_double(i)))
           << "element " << i;
     }
   }

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include "ir/op_traits.hpp"
 #include "passes/load_model.hpp"
 #include "util/error.hpp"
 
@@ -147,12 +148,6 @@ void Workload::link() {
 
 namespace {
 
-const std::unordered_set<std::string> kLayoutOps = {
-    "Reshape", "Transpose", "Flatten",  "Squeeze",         "Unsqueeze",    "Identity",
-    "Shape",   "Gather",    "Concat",   "Split",           "Slice",        "Cast",
-    "Expand",  "Dropout",   "Constant", "ConstantOfShape", "Range",        "Tile",
-    "Pad",     "Size",      "Where",    "Equal",           "DepthToSpace", "SpaceToDepth"};
-
 std::int64_t numel_or_zero(const Graph& g, const std::string& name) {
   if (name.empty() || !g.has_tensor(name)) return 0;
   const TensorInfo& t = g.tensor(name);
@@ -283,7 +278,7 @@ Workload extract_workload(const Graph& graph, std::int64_t batch, const std::str
     const std::string& out_name = node.outputs[0];
     const std::int64_t out_numel = numel_or_zero(graph, out_name);
     std::vector<int> src = sources_of(node);
-    if (kLayoutOps.count(op)) {
+    if (op_traits(op).structural) {
       for (const auto& o : node.outputs) source[o] = src;
       // Layout ops move no work: inside a layer, their output stands for their input.
       if (!node.inputs.empty()) {

@@ -8,7 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "ir/graph.hpp"
+#include "ir/node.hpp"
+#include "ir/tensor.hpp"
 #include "mapping/design.hpp"
 
 namespace orchid::mapping {
@@ -71,14 +72,13 @@ struct Workload {
   std::string name;
   std::int64_t batch = 1;
   std::vector<Layer> layers;  // topologically ordered
-  void link();                // fills succs from preds and checks the order
+  // Sorts the layers topologically (stable: the listed order wins ties, so chains keep
+  // their file order, which H2H's frontier order depends on), renumbers preds and fills
+  // succs. Fails naming the workload on a bad predecessor or a cycle.
+  void link();
 };
 
-// Heavy ops (Conv, Gemm/MatMul, LSTM) become layers; pooling, elementwise and norm ops
-// become cheap layers; layout ops (reshape, transpose, ...) are folded into edges.
-Workload extract_workload(const Graph& graph, std::int64_t batch, const std::string& name);
-Workload load_case_file(const std::string& path, std::int64_t batch);
-Workload parse_case(const std::string& text, const std::string& path, std::int64_t batch);
+// Sources: workload_from_graph.hpp (ONNX graphs), case_file.hpp (case files).
 // WORKLOAD is an .onnx path, a case file path, or a name looked up as
 // configs/workloads/<name>.toml, then models/<name>.onnx.
 Workload load_workload(const std::string& spec, std::int64_t batch);

@@ -11,6 +11,7 @@
 #include "ir/node.hpp"
 #include "ir/tensor.hpp"
 #include "mapping/design.hpp"
+#include "util/config_roots.hpp"
 
 namespace orchid::mapping {
 
@@ -80,7 +81,7 @@ struct Workload {
 
 // Sources: workload_from_graph.hpp (ONNX graphs), case_file.hpp (case files).
 // WORKLOAD is an .onnx path, a case file path, or a name looked up as
-// configs/workloads/<name>.toml, then models/<name>.onnx.
-Workload load_workload(const std::string& spec, std::int64_t batch);
+// workloads/<name>.toml in the config roots, then models/<name>.onnx beside a root.
+Workload load_workload(const std::string& spec, std::int64_t batch, const ConfigRoots& roots);
 
 }  // namespace orchid::mapping

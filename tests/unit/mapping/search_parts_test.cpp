@@ -10,6 +10,7 @@
 #include "mapping/search/memo_evaluator.hpp"
 #include "mapping/search/operators.hpp"
 #include "mapping/search/seeding.hpp"
+#include "test_config_roots.hpp"
 
 namespace orchid::mapping::search {
 namespace {
@@ -18,7 +19,7 @@ const std::string kRoot = ORCHID_SOURCE_DIR;
 
 struct Fixture {
   System sys = load_system(kRoot + "/configs/systems/fpga4.toml");
-  Workload w = load_workload("mmmt_case6", 1);
+  Workload w = load_workload("mmmt_case6", 1, test::source_configs());
   Evaluator ev{w, sys};
   SearchOptions opt;
   Problem pb = make_problem(ev, opt);

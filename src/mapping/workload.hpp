@@ -62,6 +62,9 @@ struct Layer {
   std::shared_ptr<const LayerRecipe> recipe;
   std::vector<int> preds;
   std::vector<int> succs;
+  // Extraction only: the graph nodes (indices, topological order) this layer computes —
+  // its op, the epilogue folded into it and the layout ops that follow it.
+  std::vector<std::size_t> nodes;
 
   double weight_elements() const;  // per copy of the model
   double input_elements() const;   // whole batch
@@ -73,6 +76,8 @@ struct Workload {
   std::string name;
   std::int64_t batch = 1;
   std::vector<Layer> layers;  // topologically ordered
+  // Extraction only: layout nodes that read no layer (graph inputs and constants alone).
+  std::vector<std::size_t> free_nodes;
   // Sorts the layers topologically (stable: the listed order wins ties, so chains keep
   // their file order, which H2H's frontier order depends on), renumbers preds and fills
   // succs. Fails naming the workload on a bad predecessor or a cycle.

@@ -153,6 +153,12 @@ Workload extract_workload(const Graph& graph, std::int64_t batch, const std::str
     std::vector<int> src = sources_of(node);
     if (kLayoutOps.count(op)) {
       for (const auto& o : node.outputs) source[o] = src;
+      // Executed with its latest producer, or wherever needed when it reads no layer.
+      if (src.empty()) {
+        w.free_nodes.push_back(idx);
+      } else {
+        w.layers[src.back()].nodes.push_back(idx);
+      }
       // Layout ops move no work: inside a layer, their output stands for their input.
       if (!node.inputs.empty()) {
         if (auto it = value_of.find(node.inputs[0]); it != value_of.end()) {
@@ -228,6 +234,7 @@ Workload extract_workload(const Graph& graph, std::int64_t batch, const std::str
       if (src.size() == 1 && merge_ok[src[0]]) {
         Layer& host = w.layers[src[0]];
         host.elems += work;
+        host.nodes.push_back(idx);
         host.out_elems = out_numel;
         merge_ok[src[0]] = consumers[out_name] == 1;
         for (const auto& o : node.outputs) source[o] = src;
@@ -242,6 +249,7 @@ Workload extract_workload(const Graph& graph, std::int64_t batch, const std::str
       l.in_elems = numel_or_zero(graph, node.inputs[0]);
     }
     const int id = static_cast<int>(w.layers.size());
+    l.nodes = {idx};
     w.layers.push_back(l);
     merge_ok.push_back(consumers[out_name] == 1);
     for (const auto& o : node.outputs) source[o] = {id};

@@ -39,11 +39,12 @@ std::string file_name_for(const std::string& tensor_name);
 
 // `orchid run MODEL --mapping PLAN.json` under mpirun (distributed_commands.cpp).
 struct DistributedRunOptions {
-  std::string mapping;   // plan from `orchid map MODEL --json`
-  int batch = 0;         // samples per inference (0: the plan's batch)
-  int stream = 1;        // inferences pipelined through the groups
-  std::string timeline;  // measured timeline next to the predicted one (JSON)
-  bool check = false;    // compare every output with the reference interpreter
+  std::string mapping;             // plan from `orchid map MODEL --json`
+  int batch = 0;                   // samples per inference (0: the plan's batch)
+  int stream = 1;                  // inferences pipelined through the groups
+  std::string timeline;            // measured timeline next to the predicted one (JSON)
+  bool check = false;              // compare every output with the reference interpreter
+  bool reference_kernels = false;  // layers on the reference kernels, not the executor
   double timeout_s = 300;
 };
 void add_distributed_run_options(CLI::App& run, DistributedRunOptions& options);

@@ -1,13 +1,17 @@
 // Commands that run across MPI ranks: `orchid calibrate-net` and `orchid run --mapping`.
 // Without MPI they are registered only to say that MPI is missing.
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
+#include <memory>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
 #include "cli/config_dirs.hpp"
+#include "cost/cost_model.hpp"
+#include "cost/device_spec.hpp"
 #include "ir/npy.hpp"
 #include "mapping/workload.hpp"
 #include "mapping/workload_from_graph.hpp"
@@ -101,6 +105,8 @@ void add_distributed_run_options(CLI::App& run, DistributedRunOptions& o) {
   run.add_flag("--check", o.check,
                "With --mapping: compare every output with the reference interpreter");
   run.add_option("--timeout", o.timeout_s, "With --mapping: longest wait for one message (s)");
+  run.add_flag("--reference-kernels", o.reference_kernels,
+               "With --mapping: run layers on the reference kernels instead of the CPU executor");
 }
 
 void run_mapping_plan(const ModelOptions& model, const std::vector<std::string>& input_specs,
@@ -128,6 +134,16 @@ void run_mapping_plan(const ModelOptions& model, const std::vector<std::string>&
     settings.batch = batch;
     settings.stream = o.stream;
     settings.timeout_s = o.timeout_s;
+    // Threads per rank: the CPU design's id ends in "x<threads>" (system [devices.cpu]).
+    const std::string& design = plan.groups[0].design;
+    if (const auto x = design.rfind('x'); design.starts_with("cpu:") && x != std::string::npos) {
+      settings.threads = std::max(1, std::atoi(design.c_str() + x + 1));
+    }
+    std::unique_ptr<CostModel> cpu_model;
+    if (!o.reference_kernels) {
+      cpu_model = make_analytic_cost_model(load_device_spec("cpu", config_roots()));
+      settings.cpu_model = cpu_model.get();
+    }
     const distributed::DistributedRun run = distributed::run_plan(g, w, plan, inputs, settings);
     if (distributed::mpi_world().rank != 0) return;
     fmt::print("model    {}  (mapping plan {}: {} groups on {} ranks, batch {}, stream {})\n",

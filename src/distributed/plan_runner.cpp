@@ -1,6 +1,7 @@
 #include "distributed/plan_runner.hpp"
 
 #include <mpi.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <chrono>
@@ -15,6 +16,9 @@
 
 #include "distributed/mpi_session.hpp"
 #include "distributed/tensor_slices.hpp"
+#include "eval/random_inputs.hpp"
+#include "orchestrate/orchestrator.hpp"
+#include "runtime/plan_executor.hpp"
 #include "util/error.hpp"
 
 namespace orchid::distributed {
@@ -96,6 +100,18 @@ class Runner {
     events_.push_back({rank_, layer, inference, kind, std::move(how), start, now(), bytes});
   }
 
+  // A layer's nodes as a graph of their own, orchestrated for the CPU and ready to run.
+  struct LayerProgram {
+    Graph graph;
+    Orchestration orchestration;
+    std::unique_ptr<PlanExecutor> executor;
+  };
+  // Null when the executor cannot run the layer (the reference kernels do then).
+  LayerProgram* program(int layer);
+  void run_layer_nodes(int inference, int sample, int layer);
+
+  std::map<int, std::unique_ptr<LayerProgram>> programs_;
+  std::set<int> refused_;
   const Graph& g_;
   const mapping::Workload& w_;
   const MappingPlan& plan_;
@@ -195,6 +211,68 @@ void Runner::run_nodes(int inference, int sample, const std::vector<std::size_t>
     for (std::size_t i = 0; i < node.outputs.size(); ++i) {
       if (!node.outputs[i].empty()) env_[inference][sample][node.outputs[i]] = std::move(out[i]);
     }
+  }
+}
+
+Runner::LayerProgram* Runner::program(int layer) {
+  if (!settings_.cpu_model || refused_.count(layer)) return nullptr;
+  if (auto it = programs_.find(layer); it != programs_.end()) return it->second.get();
+  auto p = std::make_unique<LayerProgram>();
+  Graph& sub = p->graph;
+  sub.name = w_.layers[layer].name;
+  sub.opset = g_.opset;
+  for (const std::string& t : lay_.reads[layer]) {
+    sub.add_tensor(t) = g_.tensor(t);
+    sub.tensor(t).data = nullptr;
+    sub.inputs.push_back(t);
+  }
+  for (std::size_t n : w_.layers[layer].nodes) {
+    const Node& node = g_.nodes[n];
+    for (const auto& in : node.inputs) {
+      if (!in.empty() && g_.is_constant(in)) sub.add_tensor(in) = g_.tensor(in);
+    }
+    for (const auto& o : node.outputs) {
+      if (!o.empty()) sub.add_tensor(o) = g_.tensor(o);
+    }
+    sub.nodes.push_back(node);
+  }
+  sub.outputs = lay_.exports[layer];
+  for (int l = layer + 1; l < static_cast<int>(w_.layers.size()); ++l) {
+    for (const std::string& t : lay_.reads[l]) {
+      auto pr = lay_.producer.find(t);
+      if (pr != lay_.producer.end() && lay_.node_layer[pr->second] == layer &&
+          std::find(sub.outputs.begin(), sub.outputs.end(), t) == sub.outputs.end()) {
+        sub.outputs.push_back(t);
+      }
+    }
+  }
+  try {
+    if (sub.outputs.empty()) fail("layer has no outputs");
+    OrchestrateOptions options;
+    options.time_limit_s = 2;
+    p->orchestration = orchestrate(sub, *settings_.cpu_model, options);
+    p->executor =
+        std::make_unique<PlanExecutor>(p->orchestration.fission.graph, p->orchestration.optimal,
+                                       p->orchestration.fission.alternatives);
+    p->executor->execute(make_random_inputs(sub, 0));  // warm-up: oneDNN JIT, page faults
+  } catch (const std::exception&) {
+    refused_.insert(layer);
+    return nullptr;
+  }
+  return (programs_[layer] = std::move(p)).get();
+}
+
+void Runner::run_layer_nodes(int inference, int sample, int layer) {
+  LayerProgram* p = program(layer);
+  if (p == nullptr) {
+    run_nodes(inference, sample, w_.layers[layer].nodes);
+    return;
+  }
+  TensorMap feed;
+  for (const std::string& t : lay_.reads[layer]) feed.emplace(t, value(inference, sample, t));
+  p->executor->execute(feed);
+  for (auto& [name, tensor] : p->executor->outputs()) {
+    env_[inference][sample][name] = std::move(tensor);
   }
 }
 
@@ -371,7 +449,6 @@ void Runner::run_sharded_linear(int inference, int layer, Strategy s) {
 }
 
 void Runner::run_batch(int inference, int layer) {
-  const std::vector<std::size_t>& nodes = w_.layers[layer].nodes;
   const auto [lo, hi] = block_range(settings_.batch, member_, members_);
   if (member_ == 0) {
     for (int m = 1; m < members_; ++m) {
@@ -394,7 +471,7 @@ void Runner::run_batch(int inference, int layer) {
     }
   }
   const double start = now();
-  for (int b = static_cast<int>(lo); b < hi; ++b) run_nodes(inference, b, nodes);
+  for (int b = static_cast<int>(lo); b < hi; ++b) run_layer_nodes(inference, b, layer);
   event(layer, inference, "compute", "batch", start);
   // Outputs the rest of the plan needs go back to the leader.
   std::set<std::string> needed(lay_.exports[layer].begin(), lay_.exports[layer].end());
@@ -452,7 +529,7 @@ void Runner::run_layer(int inference, int layer) {
     run_sharded_linear(inference, layer, s);
   } else if (member_ == 0) {
     const double start = now();
-    for (int b = 0; b < settings_.batch; ++b) run_nodes(inference, b, nodes);
+    for (int b = 0; b < settings_.batch; ++b) run_layer_nodes(inference, b, layer);
     event(layer, inference, "compute",
           s == Strategy::None || members_ == 1 ? "none"
                                                : fmt::format("none (planned {})", strategy_name(s)),
@@ -462,6 +539,11 @@ void Runner::run_layer(int inference, int layer) {
 }
 
 DistributedRun Runner::run() {
+  omp_set_num_threads(settings_.threads);
+  // Every layer this rank may run, orchestrated before the clock starts.
+  for (int l = 0; l < static_cast<int>(w_.layers.size()); ++l) {
+    if (plan_.layers[l].group == group_) program(l);
+  }
   env_.assign(settings_.stream,
               std::vector<std::unordered_map<std::string, Tensor>>(settings_.batch));
   MPI_Barrier(MPI_COMM_WORLD);

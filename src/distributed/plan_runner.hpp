@@ -17,13 +17,15 @@
 // Tensors that cross groups go leader to leader as non-blocking messages, sent as soon as
 // their layer is done, so the next inference's work overlaps them. Every wait is
 // bounded: a rank that fails or stalls makes the others stop with an error.
-// Layer work runs on the reference kernels (eval/), so outputs are bit-identical to the
-// reference interpreter except after in-channel sums (float addition order).
+// Layer work runs on the CPU plan executor (RunSettings::cpu_model; outputs then agree
+// with the reference interpreter within float tolerance) or on the reference kernels
+// (eval/; bit-identical except after in-channel sums, float addition order).
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "cost/cost_model.hpp"
 #include "distributed/mapping_plan.hpp"
 #include "distributed/mpi_session.hpp"
 #include "eval/reference_interpreter.hpp"
@@ -37,6 +39,11 @@ struct RunSettings {
   int batch = 1;           // samples per inference
   int stream = 1;          // inferences pipelined through the groups
   double timeout_s = 300;  // longest wait for any one message
+  int threads = 1;         // OpenMP threads per rank
+  // Run each layer (its nodes as a subgraph) on the fast CPU executor under the plan the
+  // kernel orchestrator picks with this model; null: the reference kernels. Channel-
+  // sharded linear ops and layers the executor refuses use the reference kernels.
+  const CostModel* cpu_model = nullptr;
 };
 
 struct TimedEvent {

@@ -119,12 +119,41 @@ TEST(DistributedRun, GaPlansOnTwoAndFourRanksAreCorrectAndRepeatable) {
   }
 }
 
+// The zoo's big models with the GA's plans for 2 and 4 ranks, batch 1 (label long).
+TEST(DistributedRun, LongZooModelsMatchTheReferenceOnTwoAndFourRanks) {
+  const fs::path dir = scratch("zoo");
+  for (const char* model : {"resnet50", "bert_base", "vit_b_16"}) {
+    for (int ranks : {2, 4}) {
+      const std::string plan = plan_for(model, "cpu" + std::to_string(ranks), 1, "", ranks, dir);
+      const Result r = run_plan(model, plan, ranks, "--timeout 600");
+      EXPECT_EQ(r.status, 0) << model << " " << ranks << "\n" << r.output;
+      EXPECT_NE(r.output.find("check    max"), std::string::npos) << r.output;
+    }
+  }
+}
+
+// The reference kernels give the reference interpreter's bits for these strategies.
+TEST(DistributedRun, ReferenceKernelsAreBitIdenticalWithoutInChannelSums) {
+  const fs::path dir = scratch("bits");
+  for (const char* strategy : {"none", "batch", "out-ch"}) {
+    const std::string plan = plan_for("tiny_conv", "cpu2", 2, strategy, 2, dir);
+    const Result r = run_plan("tiny_conv", plan, 2, "--reference-kernels");
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_NE(r.output.find("bit-identical yes"), std::string::npos) << strategy << r.output;
+  }
+}
+
 TEST(DistributedRun, WrongWorldSizeOrModelFailsOnEveryRankWithoutHanging) {
   const fs::path dir = scratch("errors");
   const std::string plan = plan_for("tiny_conv", "cpu2", 1, "", 2, dir);
   const Result size = run_plan("tiny_conv", plan, 3);
   EXPECT_NE(size.status, 0);
-  EXPECT_NE(size.output.find("needs 2 ranks"), std::string::npos) << size.output;
+  for (int rank = 0; rank < 3; ++rank) {  // every rank says why
+    EXPECT_NE(
+        size.output.find("rank " + std::to_string(rank) + ": " + plan + ": the plan needs 2 ranks"),
+        std::string::npos)
+        << size.output;
+  }
   const Result other = run_plan("tiny_mlp", plan, 2);
   EXPECT_NE(other.status, 0);
   EXPECT_NE(other.output.find("another model"), std::string::npos) << other.output;

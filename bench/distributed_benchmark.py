@@ -33,9 +33,9 @@ def run_plan(model, plan, ranks, batch, stream):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--models", default="tiny_conv,tiny_mlp,tiny_attention,mobilenet_v2")
+    ap.add_argument("--models", default="tiny_conv,tiny_attention,mobilenet_v2,resnet50")
     ap.add_argument("--batch", type=int, default=2)
-    ap.add_argument("--stream", type=int, default=3)
+    ap.add_argument("--stream", type=int, default=2)
     args = ap.parse_args()
     work = Path("/tmp/orchid_distributed_bench")
     work.mkdir(exist_ok=True)

@@ -185,6 +185,7 @@ TEST(CostDeviceSpec, UnknownKeyIsRejected) {
 
 TEST(CostDeviceSpec, ConfigRootsAreSearchedInOrder) {
   const fs::path root = fs::path(::testing::TempDir()) / "orchid_cost_roots";
+  fs::remove_all(root);  // a previous run leaves its a100.toml shadow behind
   fs::create_directories(root / "devices");
   std::ofstream(root / "devices" / "mygpu.toml") << a100_with("name", "name = \"mygpu\"");
   const ConfigRoots only_mine({root});

@@ -43,6 +43,7 @@ struct DistributedRunOptions {
   int batch = 0;                   // samples per inference (0: the plan's batch)
   int stream = 1;                  // inferences pipelined through the groups
   std::string timeline;            // measured timeline next to the predicted one (JSON)
+  std::string gantt;               // the same as an SVG Gantt chart
   bool check = false;              // compare every output with the reference interpreter
   bool reference_kernels = false;  // layers on the reference kernels, not the executor
   double timeout_s = 300;

@@ -23,6 +23,7 @@
 #include "distributed/calibrate_net.hpp"
 #include "distributed/mpi_session.hpp"
 #include "distributed/plan_runner.hpp"
+#include "distributed/timeline_svg.hpp"
 #endif
 
 namespace orchid::cli {
@@ -102,6 +103,8 @@ void add_distributed_run_options(CLI::App& run, DistributedRunOptions& o) {
       ->check(CLI::PositiveNumber);
   run.add_option("--timeline", o.timeline,
                  "With --mapping: write measured and predicted timelines (JSON)");
+  run.add_option("--gantt", o.gantt,
+                 "With --mapping: SVG Gantt chart, predicted and measured rows per rank");
   run.add_flag("--check", o.check,
                "With --mapping: compare every output with the reference interpreter");
   run.add_option("--timeout", o.timeout_s, "With --mapping: longest wait for one message (s)");
@@ -201,6 +204,7 @@ void run_mapping_plan(const ModelOptions& model, const std::vector<std::string>&
       }
     }
     if (!o.timeline.empty()) write_file_atomically(o.timeline, timeline_json(plan, run, w));
+    if (!o.gantt.empty()) write_file_atomically(o.gantt, distributed::timeline_svg(plan, run, w));
   } catch (const distributed::AgreedError& e) {
     throw Error(fmt::format("rank {}: {}", distributed::mpi_world().rank, e.what()));
   } catch (const Error& e) {

@@ -71,9 +71,9 @@ std::string plan_for(const std::string& model, const std::string& system, int ba
 }
 
 Result run_plan(const std::string& model, const std::string& plan, int ranks,
-                const std::string& extra = "") {
+                const std::string& extra = "", int timeout_s = 60) {
   return sh(mpirun(ranks) + kOrchid + " run " + kModels + "/" + model + ".onnx --mapping " + plan +
-            " --check --timeout 60 " + extra);
+            " --check --timeout " + std::to_string(timeout_s) + " " + extra);
 }
 
 class EveryStrategy : public ::testing::TestWithParam<const char*> {};
@@ -100,7 +100,8 @@ TEST(DistributedRun, GaPlansOnTwoAndFourRanksAreCorrectAndRepeatable) {
     const fs::path a = dir / ("a" + system), b = dir / ("b" + system);
     const Result r1 = run_plan("tiny_conv", plan, ranks,
                                "--stream 2 --save-outputs " + a.string() + " --timeline " +
-                                   (dir / (system + "_timeline.json")).string());
+                                   (dir / (system + "_timeline.json")).string() + " --gantt " +
+                                   (dir / (system + ".svg")).string());
     ASSERT_EQ(r1.status, 0) << r1.output;
     const Result r2 = run_plan("tiny_conv", plan, ranks, "--save-outputs " + b.string());
     ASSERT_EQ(r2.status, 0) << r2.output;
@@ -116,6 +117,10 @@ TEST(DistributedRun, GaPlansOnTwoAndFourRanksAreCorrectAndRepeatable) {
     std::ifstream(dir / (system + "_timeline.json")) >> t;
     EXPECT_FALSE(t["measured"].empty());
     EXPECT_FALSE(t["predicted"].empty());
+    std::ifstream svg(dir / (system + ".svg"));
+    std::stringstream svg_text;
+    svg_text << svg.rdbuf();
+    EXPECT_NE(svg_text.str().find("rank 1 measured"), std::string::npos);
   }
 }
 
@@ -125,7 +130,7 @@ TEST(DistributedRun, LongZooModelsMatchTheReferenceOnTwoAndFourRanks) {
   for (const char* model : {"resnet50", "bert_base", "vit_b_16"}) {
     for (int ranks : {2, 4}) {
       const std::string plan = plan_for(model, "cpu" + std::to_string(ranks), 1, "", ranks, dir);
-      const Result r = run_plan(model, plan, ranks, "--timeout 600");
+      const Result r = run_plan(model, plan, ranks, "", 600);
       EXPECT_EQ(r.status, 0) << model << " " << ranks << "\n" << r.output;
       EXPECT_NE(r.output.find("check    max"), std::string::npos) << r.output;
     }

@@ -518,7 +518,9 @@ onnx::ModelProto one_op(std::int64_t opset, const std::string& op,
   auto m = make_model(opset);
   add_input(m, "X", std::move(x_shape));
   std::vector<std::string> outs;
-  for (int i = 0; i < outputs; ++i) outs.push_back("Y" + std::to_string(i));
+  // std::string("Y").append(...) rather than "Y" + ...: GCC 12 warns (-Wrestrict, a false
+  // positive) on the operator+ form once inlined here.
+  for (int i = 0; i < outputs; ++i) outs.push_back(std::string("Y").append(std::to_string(i)));
   add_node(m, op, {"X"}, outs, "n");
   for (auto& o : outs) add_output(m, o);
   return m;

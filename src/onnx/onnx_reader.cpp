@@ -7,6 +7,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "onnx/attribute_proto.hpp"
+#include "onnx/declared_sizes.hpp"
 #include "onnx/opset_upgrade.hpp"
 #include "onnx/proto_io.hpp"
 #include "onnx/stripped_weights.hpp"
@@ -54,6 +55,7 @@ class Reader {
   Graph read() {
     onnx::ModelProto model = load_model_proto(path_);
     opset_ = default_opset(model, path_);
+    check_declared_sizes(model, path_);
     regenerate_stripped_weights(model, base_dir_);
     const onnx::GraphProto& g = model.graph();
 

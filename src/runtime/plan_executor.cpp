@@ -16,10 +16,21 @@
 #include "runtime/fused/fused_loop.hpp"
 #include "runtime/reference/reference_kernels.hpp"
 #include "util/error.hpp"
+#include "util/memory_budget.hpp"
 
 namespace orchid {
 
 namespace {
+
+// A 64-byte aligned pool of `bytes` (plus a line of slack), within the memory budget.
+std::byte* allocate_pool(std::int64_t bytes, const char* what) {
+  if (bytes < 0) internal_error("{}: negative size {}", what, bytes);
+  check_memory_budget(bytes, what);  // the budget is far below INT64_MAX: rounding fits
+  const auto rounded = static_cast<std::size_t>((bytes + 63) / 64 * 64 + 64);
+  auto* out = static_cast<std::byte*>(std::aligned_alloc(64, rounded));
+  if (!out) fail("{}: cannot allocate {} bytes", what, bytes);
+  return out;
+}
 
 using dnnl::memory;
 
@@ -562,8 +573,7 @@ struct PlanExecutor::Impl {
     for (const auto& w : g.weights()) {
       stats.weight_bytes += static_cast<std::int64_t>(g.tensor(w).data->nbytes());
     }
-    arena = static_cast<std::byte*>(
-        std::aligned_alloc(64, static_cast<std::size_t>((p.arena_bytes + 63) / 64 * 64 + 64)));
+    arena = allocate_pool(p.arena_bytes, "the plan's arena");
     for (const auto& s : p.arena) arena_offset[s.tensor] = s.offset;
     for (std::size_t i = 0; i < g.inputs.size(); ++i) input_index[g.inputs[i]] = i;
     input_ptrs.assign(g.inputs.size(), nullptr);
@@ -586,11 +596,9 @@ struct PlanExecutor::Impl {
     }
     for (const auto& t : options.boundary_nhwc) plain_only.erase(t);
     build_linear_ops(choose_channels_last(plain_only));
-    scratch = static_cast<std::byte*>(
-        std::aligned_alloc(64, static_cast<std::size_t>((scratch_peak + 63) / 64 * 64 + 64)));
+    scratch = allocate_pool(scratch_peak, "the plan's scratch pool");
     stats.scratch_bytes = scratch_peak;
-    layout_pool = static_cast<std::byte*>(
-        std::aligned_alloc(64, static_cast<std::size_t>((layout_peak + 63) / 64 * 64 + 64)));
+    layout_pool = allocate_pool(layout_peak, "the plan's layout pool");
     stats.layout_bytes = layout_peak;
     for (auto& stages : kernels) {
       for (auto& st : stages) {

@@ -22,6 +22,13 @@ class UnsupportedError : public Error {
   explicit UnsupportedError(const std::string& message) : Error(message) {}
 };
 
+// A broken invariant inside orchid (a bug, not bad input): the CLI prints it as
+// "orchid: internal error:" and exits with a different code than for user errors.
+class InternalError : public std::logic_error {
+ public:
+  explicit InternalError(const std::string& message) : std::logic_error(message) {}
+};
+
 template <typename... Args>
 [[noreturn]] void fail(fmt::format_string<Args...> format, Args&&... args) {
   throw Error(fmt::format(format, std::forward<Args>(args)...));
@@ -30,6 +37,11 @@ template <typename... Args>
 template <typename... Args>
 [[noreturn]] void unsupported(fmt::format_string<Args...> format, Args&&... args) {
   throw UnsupportedError(fmt::format(format, std::forward<Args>(args)...));
+}
+
+template <typename... Args>
+[[noreturn]] void internal_error(fmt::format_string<Args...> format, Args&&... args) {
+  throw InternalError(fmt::format(format, std::forward<Args>(args)...));
 }
 
 }  // namespace orchid

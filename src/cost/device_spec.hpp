@@ -70,6 +70,8 @@ struct DeviceSpec {
 // file (anything containing '/' or ending in ".toml"). Errors (orchid::Error) name the
 // file and the key that is missing or wrong; an unknown name lists the available ones.
 DeviceSpec load_device_spec(const std::string& name_or_path);
+// The device TOML in `content`; `file` names it in errors.
+DeviceSpec parse_device_spec(const std::string& content, const std::string& file);
 // Names of the device files in the config dir, sorted.
 std::vector<std::string> available_devices();
 // The directory device names are resolved in.

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <cmath>
 #include <map>
 #include <mutex>
@@ -462,11 +463,19 @@ SearchResult genetic_search(const Evaluator& ev, const SearchOptions& opt,
     fit.assign(ps.size(), 0);
     maps.assign(ps.size(), {});
     std::atomic<std::size_t> next{0};
+    // Past the time limit the rest stay unevaluated (infinitely slow), so one generation
+    // of a huge workload cannot overrun it; the first is always evaluated.
     auto worker = [&]() {
-      for (std::size_t i; (i = next++) < ps.size();) fit[i] = evaluate(ps[i], maps[i]);
+      for (std::size_t i; (i = next++) < ps.size();) {
+        const bool late =
+            i > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - t_begin)
+                             .count() >= opt.time_limit_s;
+        fit[i] = late ? std::numeric_limits<double>::infinity() : evaluate(ps[i], maps[i]);
+      }
     };
     std::vector<std::thread> pool;
-    for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+    const int workers = std::min<int>(threads, static_cast<int>(ps.size()));
+    for (int t = 1; t < workers; ++t) pool.emplace_back(worker);
     worker();
     for (auto& t : pool) t.join();
   };
@@ -481,6 +490,7 @@ SearchResult genetic_search(const Evaluator& ev, const SearchOptions& opt,
   Outer best_outer = pop[0];
   auto take_best = [&]() {
     for (std::size_t i = 0; i < pop.size(); ++i) {
+      if (maps[i].groups.empty()) continue;  // not evaluated (time limit)
       if (result.mapping.groups.empty() || fit[i] < result.latency) {
         result.latency = fit[i];
         result.mapping = maps[i];

@@ -28,7 +28,8 @@ if [[ ! -f "$build/build.ninja" ]]; then
     -DORCHID_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     ${CMAKE_CXX_COMPILER_LAUNCHER:+-DCMAKE_CXX_COMPILER_LAUNCHER=$CMAKE_CXX_COMPILER_LAUNCHER} >/dev/null
 fi
-nice -n 10 ninja -C "$build" -j"$jobs" "fuzz_$target" >/dev/null
+# ORCHID_FUZZ_SKIP_BUILD=1: run the binaries as built (e.g. while the sources change).
+[[ -n "${ORCHID_FUZZ_SKIP_BUILD:-}" ]] || nice -n 10 ninja -C "$build" -j"$jobs" "fuzz_$target" >/dev/null
 
 corpus="$build/corpus/$target"
 artifacts="$build/artifacts/$target"

@@ -18,6 +18,10 @@
 #include "passes/load_model.hpp"
 #include "util/error.hpp"
 
+// GCC 12 warns -Wrestrict inside libstdc++ for protobuf's string setters inlined here
+// (GCC bug 105329, a false positive).
+#pragma GCC diagnostic ignored "-Wrestrict"
+
 namespace orchid {
 namespace {
 

@@ -2,7 +2,7 @@
 #include <string_view>
 
 #include "fuzz_common.hpp"
-#include "util/npy.hpp"
+#include "ir/npy.hpp"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   orchid::fuzz::limit_memory();

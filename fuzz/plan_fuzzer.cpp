@@ -6,7 +6,7 @@
 
 #include "fission/fission.hpp"
 #include "fuzz_common.hpp"
-#include "orchestrate/kernel_view.hpp"
+#include "fission/kernel_view.hpp"
 #include "orchestrate/plan_import.hpp"
 #include "passes/load_model.hpp"
 

@@ -8,6 +8,7 @@
 #include <new>
 
 #include "cli/commands.hpp"
+#include "cli/config_dirs.hpp"
 #include "util/error.hpp"
 #include "util/printable.hpp"
 
@@ -30,6 +31,9 @@ int main(int argc, char** argv) {
   CLI::App app{"orchid: kernel orchestration and multi-accelerator mapping for ONNX models"};
   app.set_version_flag("--version", std::string("orchid ") + ORCHID_VERSION);
   app.require_subcommand(1);
+  // Global options (--config-dir) may also follow the subcommand's name.
+  app.fallthrough();
+  orchid::cli::add_config_dir_option(app);
   // One entry per subcommand: its name and what runs when it is chosen.
   const std::vector<std::pair<std::string, orchid::cli::Action>> commands = {
       {"inspect", orchid::cli::add_inspect_command(app)},
@@ -55,9 +59,11 @@ int main(int argc, char** argv) {
     return report("error", "out of memory: the input needs more memory than this machine has",
                   kUserErrorExit);
   } catch (const orchid::InternalError& e) {
-    return report("internal error", e.what(), kInternalErrorExit);
+    // A bug in orchid, whatever the input: a different prefix and exit code.
+    return report("internal error", std::string(e.what()) + " (a bug in orchid, please report it)",
+                  kInternalErrorExit);
   } catch (const std::exception& e) {
-    return report("internal error", e.what(), kInternalErrorExit);
+    return report("internal error", std::string("unexpected ") + e.what(), kInternalErrorExit);
   }
   return 0;
 }

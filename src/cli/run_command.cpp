@@ -12,18 +12,19 @@
 #include <set>
 
 #include "cli/commands.hpp"
+#include "cli/config_dirs.hpp"
 #include "cli/cost_options.hpp"
 #include "cli/option_checks.hpp"
 #include "cost/cost_model.hpp"
+#include "eval/random_inputs.hpp"
+#include "eval/reference_interpreter.hpp"
+#include "ir/npy.hpp"
 #include "orchestrate/orchestrator.hpp"
 #include "orchestrate/plan_import.hpp"
 #include "passes/load_model.hpp"
 #include "runtime/plan_executor.hpp"
-#include "runtime/random_inputs.hpp"
-#include "runtime/reference_interpreter.hpp"
 #include "util/atomic_file.hpp"
 #include "util/error.hpp"
-#include "util/npy.hpp"
 #include "util/safe_file.hpp"
 
 namespace orchid::cli {
@@ -140,7 +141,8 @@ void run(const RunOptions& options) {
                             fmt::format("--plan '{}'", options.plan));
       engine = fmt::format("plan executor, {} plan from {}", plan.kind, options.plan);
     } else {
-      const auto cost_model = make_cost_model(load_device_spec("cpu"), options.cost);
+      const auto cost_model =
+          make_cost_model(load_device_spec("cpu", config_roots()), options.cost);
       Orchestration o = orchestrate(g, *cost_model, OrchestrateOptions{});
       report_measured_costs(*cost_model, options.cost, options.model.model);
       plan = plan_of_kind(o, options.plan_kind);

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "orchestrate/kernel_view.hpp"
+#include "fission/kernel_view.hpp"
 #include "util/checked_math.hpp"
 #include "util/error.hpp"
 #include "util/memory_budget.hpp"

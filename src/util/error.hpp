@@ -1,6 +1,9 @@
 // orchid::Error is the one exception type the library throws for bad input or
 // unsupported features. Its message is meant for the user: it names the file, node,
-// tensor or key at fault and what is wrong with it.
+// tensor or key at fault and what is wrong with it. orchid::InternalError is a broken
+// invariant inside orchid (a bug, whatever the input): it is not an Error, so no caller
+// that handles bad input swallows it, and the CLI reports it with another prefix and
+// exit code.
 #pragma once
 
 #include <stdexcept>
@@ -22,8 +25,6 @@ class UnsupportedError : public Error {
   explicit UnsupportedError(const std::string& message) : Error(message) {}
 };
 
-// A broken invariant inside orchid (a bug, not bad input): the CLI prints it as
-// "orchid: internal error:" and exits with a different code than for user errors.
 class InternalError : public std::logic_error {
  public:
   explicit InternalError(const std::string& message) : std::logic_error(message) {}

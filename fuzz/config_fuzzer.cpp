@@ -5,8 +5,8 @@
 
 #include "cost/device_spec.hpp"
 #include "fuzz_common.hpp"
+#include "mapping/case_file.hpp"
 #include "mapping/system.hpp"
-#include "mapping/workload.hpp"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   orchid::fuzz::limit_memory();

@@ -43,8 +43,43 @@ struct RunOptions {
   std::string plan;    // a plan JSON from `orchid orchestrate --json`
   std::string plan_kind = "optimal";  // with --device: which plan to execute
   CostCliOptions cost;                // with --device: --profile, --profile-db
+  DistributedRunOptions distributed;  // --mapping: run a mapping plan across MPI ranks
   int kernel_times = 0;               // with a plan: list this many slowest kernels
 };
+
+}  // namespace
+
+TensorMap make_feed(const Graph& g, const std::vector<std::string>& specs, std::uint64_t seed) {
+  TensorMap feed = make_random_inputs(g, seed);
+  std::set<std::string> given;
+  for (const auto& spec : specs) {
+    const std::string name = spec.substr(0, spec.find('='));
+    if (!given.insert(name).second) fail("--input: '{}' is given more than once", name);
+  }
+  for (const auto& spec : specs) {
+    const auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0) fail("--input '{}' should be NAME=FILE.npy", spec);
+    const std::string name = spec.substr(0, eq);
+    const std::string file = spec.substr(eq + 1);
+    if (std::find(g.inputs.begin(), g.inputs.end(), name) == g.inputs.end()) {
+      fail("--input: the model has no input named '{}'", name);
+    }
+    Tensor value = read_npy(file);
+    const TensorInfo& info = g.tensor(name);
+    if (value.shape() != info.shape) {
+      fail("--input {}: '{}' has shape {}, the model expects {}", name, file,
+           shape_to_string(value.shape()), shape_to_string(info.shape));
+    }
+    if (value.dtype() != info.dtype) {
+      fail("--input {}: '{}' has dtype {}, the model expects {}", name, file,
+           dtype_name(value.dtype()), dtype_name(info.dtype));
+    }
+    feed[name] = std::move(value);
+  }
+  return feed;
+}
+
+namespace {
 
 // Output names may contain '/' or ':' (e.g. "logits/Add:0"); files may not. Control
 // characters go too, and a name made only of dots would name a folder.
@@ -87,36 +122,16 @@ std::string time_kernels(PlanExecutor& executor, const TensorMap& feed, const Ru
 }
 
 void run(const RunOptions& options) {
+  if (!options.distributed.mapping.empty()) {
+    run_mapping_plan(options.model, options.inputs, options.seed, options.save_outputs,
+                     options.distributed);
+    return;
+  }
   if (options.repeat < 1) fail("--repeat must be at least 1, got {}", options.repeat);
   const LoadedModel loaded = load_model(options.model.model, options.model.import_options());
   const Graph& g = loaded.graph;
 
-  TensorMap feed = make_random_inputs(g, options.seed);
-  std::set<std::string> given;
-  for (const auto& spec : options.inputs) {
-    const std::string name = spec.substr(0, spec.find('='));
-    if (!given.insert(name).second) fail("--input: '{}' is given more than once", name);
-  }
-  for (const auto& spec : options.inputs) {
-    const auto eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0) fail("--input '{}' should be NAME=FILE.npy", spec);
-    const std::string name = spec.substr(0, eq);
-    const std::string file = spec.substr(eq + 1);
-    if (std::find(g.inputs.begin(), g.inputs.end(), name) == g.inputs.end()) {
-      fail("--input: the model has no input named '{}'", name);
-    }
-    Tensor value = read_npy(file);
-    const TensorInfo& info = g.tensor(name);
-    if (value.shape() != info.shape) {
-      fail("--input {}: '{}' has shape {}, the model expects {}", name, file,
-           shape_to_string(value.shape()), shape_to_string(info.shape));
-    }
-    if (value.dtype() != info.dtype) {
-      fail("--input {}: '{}' has dtype {}, the model expects {}", name, file,
-           dtype_name(value.dtype()), dtype_name(info.dtype));
-    }
-    feed[name] = std::move(value);
-  }
+  TensorMap feed = make_feed(g, options.inputs, options.seed);
 
   if (!options.device.empty() && options.device != "cpu") {
     fail("--device: only 'cpu' can execute plans, got '{}'", options.device);
@@ -130,7 +145,11 @@ void run(const RunOptions& options) {
   std::optional<PlanExecutorStats> stats;
   std::string kernel_breakdown;
   if (!options.device.empty() || !options.plan.empty()) {
-    g.require_static_shapes(fmt::format("'{}': the plan executor", options.model.model));
+    try {
+      g.require_static_shapes(fmt::format("'{}': the plan executor", options.model.model));
+    } catch (const UnsupportedError& e) {
+      throw UnsupportedError(fmt::format("{} (orchid run without --device/--plan)", e.what()));
+    }
     FissionResult fission_result;
     Plan plan;
     if (!options.plan.empty()) {
@@ -266,6 +285,7 @@ Action add_run_command(CLI::App& app) {
                        "With --device: which plan to execute (optimal, operator-level, "
                        "per-primitive, greedy-fusion)");
   add_cost_options(*cmd, options->cost, false);
+  add_distributed_run_options(*cmd, options->distributed);
   return [options] { run(*options); };
 }
 

@@ -78,7 +78,8 @@ double number(const toml::table& t, const std::string& key, const std::string& p
   }
   if (!node->is_number()) fail("{}: {}: key '{}' must be a number", path, where, key);
   const double v = *node->value<double>();
-  if (!std::isfinite(v)) fail("{}: {}: key '{}' must be a finite number, got {}", path, where, key, v);
+  if (!std::isfinite(v))
+    fail("{}: {}: key '{}' must be a finite number, got {}", path, where, key, v);
   return v;
 }
 
@@ -142,8 +143,8 @@ std::string resolve(const std::string& base_file, const std::string& relative,
                     const std::string& key) {
   namespace fs = std::filesystem;
   if (fs::path(relative).is_absolute()) {
-    fail("{}: key '{}': '{}' is absolute; name files relative to the system file", base_file,
-         key, printable(relative));
+    fail("{}: key '{}': '{}' is absolute; name files relative to the system file", base_file, key,
+         printable(relative));
   }
   const fs::path folder = fs::path(base_file).parent_path();
   std::error_code ec;
@@ -179,6 +180,30 @@ Design gpu_design(const GpuSpec& spec) {
   d.dtype_bits = 32;
   d.supports = (1u << kLayerKinds) - 1;  // a GPU runs every layer kind
   d.power_w = 300;
+  return d;
+}
+
+// [devices.cpu]: ranks running the CPU executor with `threads` threads each; `device`
+// names the CPU's spec in configs/devices (default "cpu") for the roofline fallback.
+Design cpu_rank_design(const toml::table& t, const std::string& path, int& ranks) {
+  const std::string where = "[devices.cpu]";
+  const double r = positive(t, "ranks", path, where);
+  if (r != static_cast<int>(r)) fail("{}: {}: key 'ranks' must be an integer", path, where);
+  ranks = static_cast<int>(r);
+  const double threads = positive(t, "threads", path, where, false, 1);
+  if (threads != static_cast<int>(threads)) {
+    fail("{}: {}: key 'threads' must be an integer", path, where);
+  }
+  const std::string device = text(t, "device", path, where, false, "cpu");
+  Design d = gpu_design(load_gpu_spec(resolve(path, "../devices/" + device + ".toml")));
+  d.is_gpu = false;
+  d.is_cpu = true;
+  d.threads = static_cast<int>(threads);
+  d.id = fmt::format("cpu:{}x{}", device, d.threads);
+  d.type = "CPU";
+  d.dram_gb = positive(t, "memory_gb", path, where, false, 16);
+  d.weight_fraction = 1;
+  d.power_w = 0;
   return d;
 }
 
@@ -284,6 +309,31 @@ System parse_system(const std::string& content, const std::string& path) {
   System s;
   s.path = path;
   s.name = text(root, "name", path, "system", false, std::filesystem::path(path).stem().string());
+  const toml::table* devices = root["devices"].as_table();
+  if (devices == nullptr) fail("{}: missing table [devices]", path);
+  allow_keys(*devices, {"fpga", "gpu", "cpu"}, path, "[devices]");
+  if (const toml::node* cpu = devices->get("cpu")) {
+    // A CPU cluster: no design library, every rank is the CPU executor.
+    if (cpu->as_table() == nullptr) fail("{}: [devices]: key 'cpu' must be a table", path);
+    for (const char* other : {"fpga", "gpu"}) {
+      if (devices->get(other) != nullptr) {
+        fail("{}: [devices]: key '{}' cannot be combined with a CPU cluster ([devices.cpu])", path,
+             other);
+      }
+    }
+    s.designs.push_back(cpu_rank_design(*cpu->as_table(), path, s.cpu_ranks));
+    s.fpga_devices = s.cpu_ranks;
+    s.baseline_designs = {0};
+    const toml::table* bw = root["bandwidth"].as_table();
+    if (bw == nullptr) {
+      fail("{}: missing table [bandwidth] (write it with `orchid calibrate-net --system {}`)", path,
+           path);
+    }
+    s.intra_group_gbs = positive(*bw, "intra_group_gbs", path, "[bandwidth]");
+    s.inter_group_gbs = positive(*bw, "inter_group_gbs", path, "[bandwidth]");
+    s.host_gbs = positive(*bw, "host_gbs", path, "[bandwidth]");
+    return s;
+  }
   const std::string lib = text(root, "design_library", path, "system", true);
   std::vector<Design> library = load_design_library(resolve(path, lib, "design_library"));
   const std::vector<std::string> allowed = strings(root, "designs", path, "system");
@@ -302,9 +352,6 @@ System parse_system(const std::string& content, const std::string& path) {
     }
   }
 
-  const toml::table* devices = root["devices"].as_table();
-  if (devices == nullptr) fail("{}: missing table [devices]", path);
-  allow_keys(*devices, {"fpga", "gpu"}, path, "[devices]");
   s.fpga_devices = integer(*devices, "fpga", path, "[devices]", 0, kMaxDevices);
   if (const toml::array* gpus = (*devices)["gpu"].as_array()) {
     for (std::size_t i = 0; i < gpus->size(); ++i) {

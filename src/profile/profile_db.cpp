@@ -38,7 +38,8 @@ std::map<std::uint64_t, ProfileEntry> read_entries(const std::string& path,
   json j;
   j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
-    fail("profile database '{}' is not valid JSON; delete it or pass another --profile-db", path);
+    fail("profile database '{}' is not valid JSON; delete it or choose another database file",
+         path);
   }
   if (!j.is_object() || !j.contains("format") || j["format"] != "orchid-profile-db") {
     fail("'{}' is not an orchid profile database (key 'format' must be \"orchid-profile-db\")",
@@ -162,8 +163,8 @@ std::string default_profile_db_path(const std::string& device) {
   const char* home = std::getenv("HOME");
   if (home && *home) return (fs::path(home) / ".cache" / "orchid" / file).string();
   fail(
-      "no place for the profile database: neither XDG_CACHE_HOME nor HOME is set; pass "
-      "--profile-db PATH");
+      "no place for the profile database: neither XDG_CACHE_HOME nor HOME is set; choose "
+      "a database file explicitly");
 }
 
 }  // namespace orchid

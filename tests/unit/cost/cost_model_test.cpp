@@ -185,6 +185,7 @@ TEST(CostDeviceSpec, UnknownKeyIsRejected) {
 
 TEST(CostDeviceSpec, ConfigRootsAreSearchedInOrder) {
   const fs::path root = fs::path(::testing::TempDir()) / "orchid_cost_roots";
+  fs::remove_all(root);  // the a100.toml an earlier run (any checkout's) left there
   fs::create_directories(root / "devices");
   std::ofstream(root / "devices" / "mygpu.toml") << a100_with("name", "name = \"mygpu\"");
   const ConfigRoots only_mine({root});

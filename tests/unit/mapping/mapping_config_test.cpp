@@ -1,6 +1,8 @@
 // System and workload files: validation errors name the file and the key at fault.
 #include <gtest/gtest.h>
 
+#include "error_message.hpp"
+#include "mapping/case_file.hpp"
 #include "mapping/system.hpp"
 #include "mapping/workload.hpp"
 #include "test_config_roots.hpp"
@@ -23,14 +25,7 @@ std::string system_text(const std::string& designs, const std::string& host) {
          host + "\n";
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using orchid::testing::error_of;
 
 TEST(MappingConfig, LoadsTheShippedSystems) {
   for (const char* name : {"fpga4", "fpga8", "fpga16", "h2h_example", "fpga4_gpu"}) {

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "fission/fission.hpp"
-#include "fuzz_common.hpp"
 #include "fission/kernel_view.hpp"
+#include "fuzz_common.hpp"
 #include "orchestrate/plan_import.hpp"
 #include "passes/load_model.hpp"
 

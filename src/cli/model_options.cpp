@@ -56,8 +56,9 @@ void add_model_options(CLI::App& command, ModelOptions& options) {
   command.add_option("model", options.model, "ONNX model file")->required();
   command.add_option("--shape", options.shapes,
                      "Static shape for a graph input, e.g. input=1x3x224x224 (repeatable)");
-  command.add_option("--memory-budget", options.memory_budget_mib,
-                     "Most MiB one model may make orchid allocate (default: physical memory)")
+  command
+      .add_option("--memory-budget", options.memory_budget_mib,
+                  "Most MiB one model may make orchid allocate (default: physical memory)")
       ->check(in_range(1, 1 << 30));
   command.add_option("--dim", options.dims,
                      "Value for a symbolic dimension, e.g. batch_size=1 (repeatable; others "

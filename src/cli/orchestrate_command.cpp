@@ -6,9 +6,9 @@
 
 #include "cli/commands.hpp"
 #include "cli/config_dirs.hpp"
-#include "cli/option_checks.hpp"
 #include "cli/cost_options.hpp"
 #include "cli/format.hpp"
+#include "cli/option_checks.hpp"
 #include "cost/cost_model.hpp"
 #include "orchestrate/orchestrator.hpp"
 #include "orchestrate/plan_export.hpp"

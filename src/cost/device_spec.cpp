@@ -45,7 +45,8 @@ class TableReader {
     const toml::node& node = require(key);
     if (!node.is_number()) fail("{}: key '{}' must be a number", where(node), key_name(key));
     const double v = *node.value<double>();
-    if (!std::isfinite(v)) fail("{}: key '{}' must be finite, got {}", where(node), key_name(key), v);
+    if (!std::isfinite(v))
+      fail("{}: key '{}' must be finite, got {}", where(node), key_name(key), v);
     return v;
   }
 

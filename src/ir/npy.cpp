@@ -111,7 +111,8 @@ class HeaderParser {
   }
   char peek() const { return pos_ < text_.size() ? text_[pos_] : '\0'; }
   void skip_blanks() {
-    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\n' || text_[pos_] == '\t'))
+    while (pos_ < text_.size() &&
+           (text_[pos_] == ' ' || text_[pos_] == '\n' || text_[pos_] == '\t'))
       ++pos_;
   }
   void expect(char c) {
@@ -147,8 +148,7 @@ class HeaderParser {
     // The whole token up to ',' or ')': "4.5" or "-1" is one bad dimension.
     while (pos_ < text_.size() && text_[pos_] != ',' && text_[pos_] != ')' && text_[pos_] != ' ')
       ++pos_;
-    const auto v =
-        parse_int64(std::string(text_.substr(start, pos_ - start)), 0, INT64_MAX);
+    const auto v = parse_int64(std::string(text_.substr(start, pos_ - start)), 0, INT64_MAX);
     if (!v) {
       pos_ = start;
       bad("a dimension must be a non-negative integer");
@@ -214,8 +214,8 @@ Tensor parse_npy(std::string_view content, const std::string& path) {
   if (header.fortran_order) {
     unsupported("'{}': Fortran-order .npy arrays are not supported", path);
   }
-  const std::string what = fmt::format("'{}': {} {} array", path, dtype_name(dtype),
-                                       shape_to_string(header.shape));
+  const std::string what =
+      fmt::format("'{}': {} {} array", path, dtype_name(dtype), shape_to_string(header.shape));
   const std::int64_t nbytes = checked_nbytes(header.shape, dtype_size(dtype), what);
   const std::size_t data_offset = offset + header_len;
   // Compared before allocating: a header cannot ask for more than the file holds.
@@ -230,7 +230,8 @@ Tensor parse_npy(std::string_view content, const std::string& path) {
 
 Tensor read_npy(const std::string& path) {
   // Header (at most 4 GiB by format) plus data within the memory budget.
-  const std::int64_t limit = add_no_overflow(memory_budget(), std::int64_t{1} << 32).value_or(INT64_MAX);
+  const std::int64_t limit =
+      add_no_overflow(memory_budget(), std::int64_t{1} << 32).value_or(INT64_MAX);
   const std::string content = read_regular_file(path, limit, ".npy file");
   return parse_npy(content, path);
 }

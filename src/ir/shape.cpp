@@ -28,7 +28,9 @@ std::int64_t checked_nbytes(const Shape& shape, std::size_t element_size,
   return checked_numel(shape, context) * static_cast<std::int64_t>(element_size);
 }
 
-std::int64_t shape_numel(const Shape& shape) { return checked_numel(shape, "tensor"); }
+std::int64_t shape_numel(const Shape& shape) {
+  return checked_numel(shape, "tensor");
+}
 
 std::string shape_to_string(const Shape& shape) {
   if (shape.empty()) return "scalar";

@@ -10,8 +10,8 @@ namespace orchid {
 
 Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
   const std::int64_t nbytes = checked_nbytes(shape_, dtype_size(dtype_), "tensor");
-  check_memory_budget(nbytes, fmt::format("a {} {} tensor", dtype_name(dtype_),
-                                          shape_to_string(shape_)));
+  check_memory_budget(nbytes,
+                      fmt::format("a {} {} tensor", dtype_name(dtype_), shape_to_string(shape_)));
   bytes_.assign(static_cast<std::size_t>(nbytes), std::byte{0});
 }
 

@@ -67,9 +67,10 @@ Evaluator::Evaluator(const Workload& workload, const System& system,
   // huge workload on a huge system is an error rather than hours of tabulating.
   const double entries = static_cast<double>(layers) * designs_ * (max_p_ + 1) * kStrategies;
   if (entries > kMaxTableEntries) {
-    fail("workload '{}' ({} layers) on system '{}' ({} devices, {} designs) needs {:.3g} cost "
-         "table entries, more than {:.0e}",
-         workload.name, layers, system.name, max_p_, designs_, entries, kMaxTableEntries);
+    fail(
+        "workload '{}' ({} layers) on system '{}' ({} devices, {} designs) needs {:.3g} cost "
+        "table entries, more than {:.0e}",
+        workload.name, layers, system.name, max_p_, designs_, entries, kMaxTableEntries);
   }
   compute_.assign(static_cast<std::size_t>(layers) * designs_ * (max_p_ + 1) * kStrategies, -1);
   comm_.assign(static_cast<std::size_t>(layers) * (max_p_ + 1) * kStrategies, 0);
@@ -102,9 +103,10 @@ Evaluator::Evaluator(const Workload& workload, const System& system,
     if (std::isnan(best)) serial = best;
   }
   if (!(serial <= kMaxSerialSeconds)) {
-    fail("workload '{}' would take {:.3g} s per inference on system '{}' even layer by layer on "
-         "the best designs; the mapper ranks plans up to {:.0e} s",
-         workload.name, serial, system.name, kMaxSerialSeconds);
+    fail(
+        "workload '{}' would take {:.3g} s per inference on system '{}' even layer by layer on "
+        "the best designs; the mapper ranks plans up to {:.0e} s",
+        workload.name, serial, system.name, kMaxSerialSeconds);
   }
   // Priority: longest path to the end, each layer at its best single-device cost.
   std::vector<double> level(layers, 0);

@@ -37,8 +37,8 @@ class SizeCounter {
     const std::string what = fmt::format("'{}': tensor '{}'", path_, name);
     const Shape dims(t.dims().begin(), t.dims().end());
     const std::int64_t bytes = checked_nbytes(dims, dtype_size(*dtype), what);
-    check_memory_budget(bytes, fmt::format("{} ({} {})", what, dtype_name(*dtype),
-                                           shape_to_string(dims)));
+    check_memory_budget(bytes,
+                        fmt::format("{} ({} {})", what, dtype_name(*dtype), shape_to_string(dims)));
     total_ = checked_add(total_, bytes, fmt::format("'{}': the model's constants", path_));
   }
 

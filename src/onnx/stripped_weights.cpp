@@ -95,7 +95,8 @@ std::int64_t ints_attr_product(const onnx::NodeProto& node, const char* key) {
   std::int64_t p = 1;
   for (const auto& a : node.attribute()) {
     if (a.name() == key) {
-      for (auto v : a.ints()) p = mul_no_overflow(p, std::max<std::int64_t>(v, 1)).value_or(INT64_MAX);
+      for (auto v : a.ints())
+        p = mul_no_overflow(p, std::max<std::int64_t>(v, 1)).value_or(INT64_MAX);
     }
   }
   return p;

@@ -118,7 +118,6 @@ ExternalRef external_ref(const TensorProto& proto, const std::string& context) {
   return ref;
 }
 
-
 // Typed-field storage: each dtype has exactly one field that can carry it; int32_data
 // carries int32, int8, uint8, bool and the bits of float16.
 const char* typed_field_name(DType dtype) {

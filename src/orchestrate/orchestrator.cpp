@@ -280,7 +280,8 @@ Orchestration orchestrate(const Graph& model, const CostModel& cost_model,
     return left / static_cast<double>(std::max<std::size_t>(1, regions_left));
   };
   for (std::size_t r = 0; r < problems.size(); ++r) {
-    problems[r].result = solve_selection_within(problems[r].problem, region_limit(problems.size() - r));
+    problems[r].result =
+        solve_selection_within(problems[r].problem, region_limit(problems.size() - r));
   }
   for (int attempt = 0;; ++attempt) {
     std::vector<KernelChoice> choices;
@@ -309,8 +310,7 @@ Orchestration orchestrate(const Graph& model, const CostModel& cost_model,
     std::sort(nogood.begin(), nogood.end());
     problems[region].problem.nogoods.push_back(nogood);
     ++st.cycle_cuts;
-    problems[region].result =
-        solve_selection_within(problems[region].problem, region_limit(1));
+    problems[region].result = solve_selection_within(problems[region].problem, region_limit(1));
   }
   for (const auto& rp : problems) {
     st.blp_objective_us += rp.result.objective;

@@ -83,8 +83,7 @@ class Fields {
 // kernels costs O(K x kernel size), not O(K x graph size).
 class KernelInterfaces {
  public:
-  KernelInterfaces(const Graph& g, const std::map<std::string, std::string>& alternatives)
-      : g_(g) {
+  KernelInterfaces(const Graph& g, const std::map<std::string, std::string>& alternatives) : g_(g) {
     for (std::size_t i = 0; i < g.nodes.size(); ++i) {
       for (const auto& t : g.nodes[i].outputs) {
         if (!t.empty()) producer_[t] = i;
@@ -230,7 +229,8 @@ void validate_plan(const Plan& plan, const Graph& g,
     const std::string where = fmt::format("{}: kernel {}", source, k);
     if (pk.nodes.empty()) fail("{} has no primitives", where);
     for (std::size_t i = 0; i < pk.nodes.size(); ++i) {
-      if (pk.nodes[i] >= g.nodes.size()) fail("{} names primitive {}, which does not exist", where, pk.nodes[i]);
+      if (pk.nodes[i] >= g.nodes.size())
+        fail("{} names primitive {}, which does not exist", where, pk.nodes[i]);
       if (i > 0 && pk.nodes[i] <= pk.nodes[i - 1]) {
         fail("{}: its primitives must be listed once each, in increasing order", where);
       }
@@ -250,8 +250,8 @@ void validate_plan(const Plan& plan, const Graph& g,
       }
       if (is_given(src)) continue;
       if (!first_writer.count(src)) {
-        fail("{} reads '{}' before any kernel writes it (kernels out of order, or missing)",
-             where, src);
+        fail("{} reads '{}' before any kernel writes it (kernels out of order, or missing)", where,
+             src);
       }
       last_reader[src] = k;
     }

@@ -11,7 +11,9 @@ namespace orchid {
 
 namespace {
 
-std::string temp_name(const std::string& path) { return path + ".tmp." + std::to_string(::getpid()); }
+std::string temp_name(const std::string& path) {
+  return path + ".tmp." + std::to_string(::getpid());
+}
 
 void remove_quietly(const std::string& path) {
   std::error_code ignored;

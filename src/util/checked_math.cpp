@@ -5,8 +5,7 @@
 
 namespace orchid {
 
-std::optional<std::int64_t> parse_int64(const std::string& text, std::int64_t lo,
-                                        std::int64_t hi) {
+std::optional<std::int64_t> parse_int64(const std::string& text, std::int64_t lo, std::int64_t hi) {
   if (text.empty() || text.size() > 32) return std::nullopt;
   // strtoll skips leading blanks and accepts "+": neither is an integer as users write it.
   const char first = text.front();

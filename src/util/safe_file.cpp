@@ -49,7 +49,8 @@ int open_for_reading(const std::string& path, bool follow_final_symlink) {
 
 std::int64_t checked_regular_size(int fd, const std::string& path, const std::string& what) {
   struct stat st {};
-  if (::fstat(fd, &st) != 0) fail("{} '{}' cannot be examined: {}", what, path, std::strerror(errno));
+  if (::fstat(fd, &st) != 0)
+    fail("{} '{}' cannot be examined: {}", what, path, std::strerror(errno));
   if (!S_ISREG(st.st_mode)) {
     fail("{} '{}' is {}; only regular files are read", what, path, kind_of(st.st_mode));
   }
@@ -118,8 +119,8 @@ std::string confined_path(const std::string& folder, const std::string& location
   return target.string();
 }
 
-void read_file_range(const std::string& path, std::int64_t offset, std::int64_t length,
-                     void* out, const std::string& context) {
+void read_file_range(const std::string& path, std::int64_t offset, std::int64_t length, void* out,
+                     const std::string& context) {
   const std::string what = context + ": data file";
   Fd fd(open_for_reading(path, false));
   if (fd.get() < 0) {

@@ -22,8 +22,8 @@ std::string confined_path(const std::string& folder, const std::string& location
 // Reads `length` bytes at `offset` of the regular file `path` (a confined_path result)
 // into `out`, opened without following a final symlink; fails on anything else or a
 // short file, before writing to `out`.
-void read_file_range(const std::string& path, std::int64_t offset, std::int64_t length,
-                     void* out, const std::string& context);
+void read_file_range(const std::string& path, std::int64_t offset, std::int64_t length, void* out,
+                     const std::string& context);
 
 // Size of a regular file (not following a final symlink), or -1 if it is not one.
 std::int64_t regular_file_size(const std::string& path);

@@ -95,7 +95,9 @@ std::vector<TensorType> infer_range(const ShapeContext& ctx) {
     if (d == 0) ctx.fail("delta is zero");
     // In 128 bits: limit - start may not fit int64.
     const __int128 span = static_cast<__int128>(l) - s;
-    const __int128 count = d > 0 ? (span + d - 1) / d : (-span + (-static_cast<__int128>(d)) - 1) / (-static_cast<__int128>(d));
+    const __int128 count =
+        d > 0 ? (span + d - 1) / d
+              : (-span + (-static_cast<__int128>(d)) - 1) / (-static_cast<__int128>(d));
     if (count > kMaxElements) ctx.fail("has too many elements");
     n = count > 0 ? static_cast<std::int64_t>(count) : 0;
   } else {

@@ -7,8 +7,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "util/error.hpp"
 #include "util/checked_math.hpp"
+#include "util/error.hpp"
 
 namespace orchid {
 

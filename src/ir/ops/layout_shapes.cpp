@@ -112,9 +112,9 @@ std::vector<TensorType> infer_concat(const ShapeContext& ctx) {
       ctx.fail("input {} has shape {}, incompatible with {} along axis {}", i,
                shape_to_string(t.shape), shape_to_string(first.shape), axis);
     }
-    out[static_cast<std::size_t>(axis)] = checked_add(out[static_cast<std::size_t>(axis)],
-                                                      t.shape[static_cast<std::size_t>(axis)],
-                                                      ctx.node().describe());
+    out[static_cast<std::size_t>(axis)] =
+        checked_add(out[static_cast<std::size_t>(axis)], t.shape[static_cast<std::size_t>(axis)],
+                    ctx.node().describe());
   }
   return {{first.dtype, out}};
 }

@@ -10,9 +10,9 @@
 
 #include "cost/cost_model.hpp"
 #include "mapping/baselines.hpp"
+#include "mapping/case_file.hpp"
 #include "mapping/genetic_search.hpp"
 #include "mapping/system.hpp"
-#include "mapping/case_file.hpp"
 #include "mapping/workload.hpp"
 #include "onnx/proto_io.hpp"
 #include "orchestrate/orchestrator.hpp"

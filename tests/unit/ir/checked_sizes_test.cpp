@@ -8,12 +8,12 @@
 #include <functional>
 
 #include "ir/graph.hpp"
+#include "ir/npy.hpp"
 #include "ir/tensor.hpp"
 #include "mapping/evaluator.hpp"
 #include "util/checked_math.hpp"
 #include "util/error.hpp"
 #include "util/memory_budget.hpp"
-#include "ir/npy.hpp"
 #include "util/printable.hpp"
 
 namespace orchid {

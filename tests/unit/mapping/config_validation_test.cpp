@@ -10,8 +10,8 @@
 #include <functional>
 
 #include "cost/device_spec.hpp"
-#include "mapping/system.hpp"
 #include "mapping/case_file.hpp"
+#include "mapping/system.hpp"
 #include "mapping/workload.hpp"
 #include "test_config_roots.hpp"
 #include "util/error.hpp"

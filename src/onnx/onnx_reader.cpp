@@ -192,7 +192,10 @@ class Reader {
     const std::string& key = a.name();
     Tensor value;
     if (key == "value") {
-      value = std::move(std::get<Tensor>(node.attributes.at(key)));
+      // Any attribute type may carry the name 'value' in a hostile file (found by fuzzing).
+      auto* tensor = std::get_if<Tensor>(&node.attributes.at(key));
+      if (!tensor) fail("{}: attribute 'value' must be a tensor", where);
+      value = std::move(*tensor);
     } else if (key == "value_float") {
       value = Tensor::scalar_f32(node.attr_float(key, 0.0f));
     } else if (key == "value_floats") {

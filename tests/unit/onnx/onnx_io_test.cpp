@@ -1192,4 +1192,18 @@ TEST_F(OnnxIo, MemoryBudgetIsConfigurable) {
   EXPECT_NO_THROW(read_onnx(file));
 }
 
+// Found by fuzz_onnx_import: a Constant whose 'value' attribute is not a tensor ended in
+// std::bad_variant_access ("orchid: internal error"). Both the fuzzer's input and a
+// hand-built model are one clear error now.
+TEST_F(OnnxIo, FuzzRegressionConstantValueThatIsNotATensor) {
+  auto m = make_model();
+  set_int(add_node(m, "Constant", {}, {"c"}, "const"), "value", 3);
+  add_output(m, "c");
+  const auto msg = error_of([&] { read_onnx(save(m)); });
+  EXPECT_NE(msg.find("'value' must be a tensor"), std::string::npos) << msg;
+  const std::string found =
+      std::string(ORCHID_TEST_DATA_DIR) + "/fuzz_constant_value_not_a_tensor.onnx";
+  EXPECT_NE(error_of([&] { read_onnx(found); }), "");
+}
+
 }  // namespace

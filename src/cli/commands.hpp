@@ -19,11 +19,16 @@ struct ModelOptions {
   std::string model;
   std::vector<std::string> shapes;
   std::vector<std::string> dims;
+  std::int64_t memory_budget_mib = 0;  // 0: physical memory
+  // Also applies --memory-budget (process-wide).
   ImportOptions import_options() const;
 };
 void add_model_options(CLI::App& command, ModelOptions& options);
 
 using Action = std::function<void()>;
+
+// The most threads any option may ask for.
+inline constexpr int kMaxThreads = 1024;
 
 Action add_inspect_command(CLI::App& app);
 Action add_run_command(CLI::App& app);

@@ -4,6 +4,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/config_dirs.hpp"
+#include "cli/option_checks.hpp"
 #include "cost/cost_model.hpp"
 #include "cost/device_spec.hpp"
 #include "mapping/baselines.hpp"
@@ -153,10 +154,13 @@ void map(const MapOptions& o) {
       r.from_seed_mapping >= 0
           ? fmt::format("; best is the {} baseline's plan", seed_names[r.from_seed_mapping])
           : "");
+  // Both files or neither: contents first, then one atomic step.
+  std::vector<std::pair<std::string, std::string>> files;
   if (!o.json.empty()) {
-    write_file_atomically(o.json, plan_to_json(ev, r.mapping, s, baselines, lb, r.seconds));
+    files.emplace_back(o.json, plan_to_json(ev, r.mapping, s, baselines, lb, r.seconds));
   }
-  if (!o.gantt.empty()) write_file_atomically(o.gantt, gantt_svg(ev, r.mapping, s));
+  if (!o.gantt.empty()) files.emplace_back(o.gantt, gantt_svg(ev, r.mapping, s));
+  write_files_atomically(files);
 }
 
 }  // namespace
@@ -169,14 +173,19 @@ Action add_map_command(CLI::App& app) {
       ->required();
   cmd->add_option("--system", options->system, "system description (configs/systems/*.toml)")
       ->required();
-  cmd->add_option("--batch", options->batch, "batch size of the inference");
+  cmd->add_option("--batch", options->batch, "batch size of the inference")
+      ->check(in_range(1, 1 << 20));
   cmd->add_option("--seed", options->seed, "random seed of the search");
   cmd->add_option("--json", options->json, "write the plan as JSON");
   cmd->add_option("--gantt", options->gantt, "write an SVG Gantt chart of the plan");
-  cmd->add_option("--generations", options->generations, "outer GA generations");
-  cmd->add_option("--population", options->population, "outer GA population");
-  cmd->add_option("--threads", options->threads, "evaluation threads (0 = all cores)");
-  cmd->add_option("--time-limit", options->time_limit, "stop the search after this many seconds");
+  cmd->add_option("--generations", options->generations, "outer GA generations")
+      ->check(in_range(1, 1e6));
+  cmd->add_option("--population", options->population, "outer GA population")
+      ->check(in_range(2, 1e5));
+  cmd->add_option("--threads", options->threads, "evaluation threads (0 = all cores)")
+      ->check(in_range(0, kMaxThreads));
+  cmd->add_option("--time-limit", options->time_limit, "stop the search after this many seconds")
+      ->check(in_range(0.001, 1e6));
   cmd->add_flag("--quiet", options->quiet, "no per-generation progress lines");
   cmd->add_flag("--gpu-roofline", options->gpu_roofline,
                 "price GPU layers by the roofline instead of the kernel orchestrator");

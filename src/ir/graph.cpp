@@ -9,6 +9,7 @@
 
 #include "ir/topological_sort.hpp"
 #include "util/error.hpp"
+#include "util/memory_budget.hpp"
 
 namespace orchid {
 
@@ -31,6 +32,11 @@ TensorInfo& Graph::add_tensor(const std::string& name) {
 }
 
 TensorInfo& Graph::set_type(const std::string& name, DType dtype, Shape shape) {
+  // Every inferred or declared shape passes here: sizes that overflow or exceed the
+  // memory budget stop at the tensor that has them, before anything is allocated.
+  const std::string what = fmt::format("tensor '{}'", name);
+  check_memory_budget(checked_nbytes(shape, dtype_size(dtype), what),
+                      fmt::format("{} ({} {})", what, dtype_name(dtype), shape_to_string(shape)));
   TensorInfo& info = add_tensor(name);
   info.dtype = dtype;
   info.shape = std::move(shape);

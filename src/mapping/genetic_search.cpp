@@ -56,6 +56,8 @@ SearchResult genetic_search(const Evaluator& ev, const SearchOptions& opt,
   SplitMix64 rng(opt.seed * 0x2545f4914f6cdd1dull + 17);
   std::vector<Outer> pop = initial_population(pb, opt, rng);
   MemoisedEvaluator evaluator(pb, opt);
+  evaluator.set_deadline(t_begin + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                       std::chrono::duration<double>(opt.time_limit_s)));
 
   std::vector<double> fit;
   std::vector<Mapping> maps;
@@ -64,6 +66,7 @@ SearchResult genetic_search(const Evaluator& ev, const SearchOptions& opt,
   Outer best_outer = pop[0];
   auto take_best = [&]() {
     for (std::size_t i = 0; i < pop.size(); ++i) {
+      if (maps[i].groups.empty()) continue;  // not evaluated (time limit)
       if (result.mapping.groups.empty() || fit[i] < result.latency) {
         result.latency = fit[i];
         result.mapping = maps[i];

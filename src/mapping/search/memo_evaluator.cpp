@@ -2,6 +2,7 @@
 #include "mapping/search/memo_evaluator.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <thread>
 
 #include "mapping/genetic_search.hpp"
@@ -44,10 +45,14 @@ void MemoisedEvaluator::evaluate_all(const std::vector<Outer>& ps, std::vector<d
   maps.assign(ps.size(), {});
   std::atomic<std::size_t> next{0};
   auto worker = [&]() {
-    for (std::size_t i; (i = next++) < ps.size();) fit[i] = evaluate(ps[i], maps[i]);
+    for (std::size_t i; (i = next++) < ps.size();) {
+      const bool late = i > 0 && std::chrono::steady_clock::now() >= deadline_;
+      fit[i] = late ? std::numeric_limits<double>::infinity() : evaluate(ps[i], maps[i]);
+    }
   };
   std::vector<std::thread> pool;
-  for (int t = 1; t < threads_; ++t) pool.emplace_back(worker);
+  const int workers = std::min<int>(threads_, static_cast<int>(ps.size()));
+  for (int t = 1; t < workers; ++t) pool.emplace_back(worker);
   worker();
   for (auto& t : pool) t.join();
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <unordered_map>
@@ -22,9 +23,13 @@ class MemoisedEvaluator {
 
   // Latency of one individual; its complete mapping (with strategies) in `mapping`.
   double evaluate(const Outer& individual, Mapping& mapping);
-  // Every individual, on options.threads threads (0 = all cores).
+  // Every individual, on options.threads threads (0 = all cores). Past the deadline the
+  // rest stay unevaluated (infinite latency, empty mapping) so one generation of a huge
+  // workload cannot overrun the search's time limit; the first is always evaluated.
   void evaluate_all(const std::vector<Outer>& individuals, std::vector<double>& fitness,
                     std::vector<Mapping>& mappings);
+
+  void set_deadline(std::chrono::steady_clock::time_point deadline) { deadline_ = deadline; }
 
   std::size_t inner_runs() const { return runs_.load(); }
   std::size_t memo_hits() const { return hits_.load(); }
@@ -33,6 +38,7 @@ class MemoisedEvaluator {
   const Problem& pb_;
   const SearchOptions& options_;
   int threads_ = 1;
+  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
   std::mutex mutex_;
   std::unordered_map<std::uint64_t, std::pair<std::vector<int>, Inner>> memo_;
   std::atomic<std::size_t> hits_{0}, runs_{0};

@@ -11,7 +11,12 @@
 namespace orchid::mapping {
 namespace {
 
-const std::string kLib = std::string(ORCHID_SOURCE_DIR) + "/configs/designs/fpga_library.toml";
+// Files a system names resolve relative to it, inside the config tree: test systems
+// are parsed as if they lived in configs/systems/.
+const std::string kLib = "../designs/fpga_library.toml";
+std::string systems_dir(const std::string& file) {
+  return std::string(ORCHID_SOURCE_DIR) + "/configs/systems/" + file;
+}
 
 std::string system_text(const std::string& designs, const std::string& host) {
   return "name = \"t\"\ndesign_library = \"" + kLib + "\"\n" + designs +
@@ -32,15 +37,17 @@ TEST(MappingConfig, LoadsTheShippedSystems) {
 }
 
 TEST(MappingConfig, UnknownDesignNamesFileAndKey) {
-  const std::string msg =
-      error_of([] { parse_system(system_text("designs = [\"cnn_acc_99\"]", "1"), "sys.toml"); });
+  const std::string msg = error_of([] {
+    parse_system(system_text("designs = [\"cnn_acc_99\"]", "1"), systems_dir("sys.toml"));
+  });
   EXPECT_NE(msg.find("sys.toml"), std::string::npos) << msg;
   EXPECT_NE(msg.find("'designs'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("cnn_acc_99"), std::string::npos) << msg;
 }
 
 TEST(MappingConfig, NegativeBandwidthNamesFileAndKey) {
-  const std::string msg = error_of([] { parse_system(system_text("", "-2"), "neg.toml"); });
+  const std::string msg =
+      error_of([] { parse_system(system_text("", "-2"), systems_dir("neg.toml")); });
   EXPECT_NE(msg.find("neg.toml"), std::string::npos) << msg;
   EXPECT_NE(msg.find("host_gbs"), std::string::npos) << msg;
 }

@@ -12,12 +12,11 @@ namespace {
 const std::string kRoot = ORCHID_SOURCE_DIR;
 
 System small_system(bool overlap = false) {
-  System s =
-      parse_system("name = \"t\"\ndesign_library = \"" + kRoot +
-                       "/configs/designs/fpga_library.toml\"\n"
-                       "designs = [\"cnn_acc_7\", \"fc_acc_ese\"]\n[devices]\nfpga = 4\n"
-                       "[bandwidth]\nintra_group_gbs = 4\ninter_group_gbs = 2\nhost_gbs = 1\n",
-                   "t.toml");
+  System s = parse_system(
+      "name = \"t\"\ndesign_library = \"../designs/fpga_library.toml\"\n"
+      "designs = [\"cnn_acc_7\", \"fc_acc_ese\"]\n[devices]\nfpga = 4\n"
+      "[bandwidth]\nintra_group_gbs = 4\ninter_group_gbs = 2\nhost_gbs = 1\n",
+      kRoot + "/configs/systems/t.toml");
   s.overlap = overlap;
   return s;
 }

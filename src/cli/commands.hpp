@@ -41,6 +41,10 @@ Action add_calibrate_net_command(CLI::App& app);  // distributed_commands.cpp (M
 TensorMap make_feed(const Graph& graph, const std::vector<std::string>& specs, std::uint64_t seed);
 // Output names may contain '/' or ':'; the file name for --save-outputs replaces them.
 std::string file_name_for(const std::string& tensor_name);
+// --save-outputs DIR: DIR/<file_name_for(name)>.npy for each name, all written or none;
+// names that sanitise to the same file are an error.
+void save_outputs(const std::string& dir, const std::vector<std::string>& names,
+                  const TensorMap& outputs);
 
 // `orchid run MODEL --mapping PLAN.json` under mpirun (distributed_commands.cpp).
 struct DistributedRunOptions {

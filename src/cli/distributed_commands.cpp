@@ -197,11 +197,7 @@ void run_mapping_plan(const ModelOptions& model, const std::vector<std::string>&
       }
     }
     if (!save_outputs.empty()) {
-      std::filesystem::create_directories(save_outputs);
-      for (const std::string& name : g.outputs) {
-        write_npy((std::filesystem::path(save_outputs) / (file_name_for(name) + ".npy")).string(),
-                  run.outputs[0][0].at(name));
-      }
+      cli::save_outputs(save_outputs, g.outputs, run.outputs[0][0]);
     }
     if (!o.timeline.empty()) write_file_atomically(o.timeline, timeline_json(plan, run, w));
     if (!o.gantt.empty()) write_file_atomically(o.gantt, distributed::timeline_svg(plan, run, w));

@@ -81,18 +81,6 @@ TensorMap make_feed(const Graph& g, const std::vector<std::string>& specs, std::
 
 namespace {
 
-// Output names may contain '/' or ':' (e.g. "logits/Add:0"); files may not. Control
-// characters go too, and a name made only of dots would name a folder.
-std::string file_name_for(const std::string& tensor_name) {
-  std::string out = tensor_name;
-  for (char& c : out) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '/' || c == ':' || c == '\\' || u < 0x20 || u == 0x7f) c = '_';
-  }
-  if (out.find_first_not_of('.') == std::string::npos) out = "_" + out;
-  return out;
-}
-
 // The slowest kernels: median over --repeat timed runs of each kernel, printed after
 // the whole-model timing (the per-kernel clock reads are not part of it).
 std::string time_kernels(PlanExecutor& executor, const TensorMap& feed, const RunOptions& options) {
@@ -237,24 +225,7 @@ void run(const RunOptions& options) {
   if (!kernel_breakdown.empty()) fmt::print("{}", kernel_breakdown);
 
   if (!options.save_outputs.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(options.save_outputs, ec);
-    if (ec) fail("--save-outputs: cannot create '{}': {}", options.save_outputs, ec.message());
-    // Every output or none; two names that sanitise alike would overwrite each other.
-    std::vector<std::pair<std::string, std::string>> files;
-    std::map<std::string, std::string> saved_as;
-    for (const auto& name : g.outputs) {
-      const std::string file = file_name_for(name) + ".npy";
-      auto [it, fresh] = saved_as.emplace(file, name);
-      if (!fresh) {
-        if (it->second == name) continue;  // listed twice as a graph output
-        fail("--save-outputs: outputs '{}' and '{}' would both be saved as '{}'", it->second, name,
-             file);
-      }
-      files.emplace_back((std::filesystem::path(options.save_outputs) / file).string(),
-                         encode_npy(outputs.at(name)));
-    }
-    write_files_atomically(files);
+    save_outputs(options.save_outputs, g.outputs, outputs);
     fmt::print("saved    {} output(s) to {}\n", g.outputs.size(), options.save_outputs);
   }
 }

@@ -187,15 +187,14 @@ Design gpu_design(const GpuSpec& spec) {
 // names the CPU's spec in configs/devices (default "cpu") for the roofline fallback.
 Design cpu_rank_design(const toml::table& t, const std::string& path, int& ranks) {
   const std::string where = "[devices.cpu]";
-  const double r = positive(t, "ranks", path, where);
-  if (r != static_cast<int>(r)) fail("{}: {}: key 'ranks' must be an integer", path, where);
-  ranks = static_cast<int>(r);
-  const double threads = positive(t, "threads", path, where, false, 1);
-  if (threads != static_cast<int>(threads)) {
-    fail("{}: {}: key 'threads' must be an integer", path, where);
-  }
+  ranks = integer(t, "ranks", path, where, 1, kMaxDevices, true, 1);
+  const int threads = integer(t, "threads", path, where, 1, 1024, false, 1);
   const std::string device = text(t, "device", path, where, false, "cpu");
-  Design d = gpu_design(load_gpu_spec(resolve(path, "../devices/" + device + ".toml")));
+  if (device.empty() || device.find_first_of("/\\") != std::string::npos || device[0] == '.') {
+    fail("{}: {}: key 'device' must be a device name (a file in devices/), got '{}'", path, where,
+         printable(device));
+  }
+  Design d = gpu_design(load_gpu_spec(resolve(path, "../devices/" + device + ".toml", "device")));
   d.is_gpu = false;
   d.is_cpu = true;
   d.threads = static_cast<int>(threads);
@@ -304,7 +303,7 @@ System parse_system(const std::string& content, const std::string& path) {
   const toml::table root = parse_toml(content, path);
   allow_keys(root,
              {"name", "description", "design_library", "designs", "devices", "bandwidth", "options",
-              "baseline"},
+              "baseline", "network"},
              path, "system");
   System s;
   s.path = path;
@@ -401,6 +400,30 @@ System parse_system(const std::string& content, const std::string& path) {
     auto v = n->value<bool>();
     if (!v) fail("{}: [bandwidth]: key 'route_via_host' must be true or false", path);
     s.route_via_host = *v;
+  }
+  // [network]: the fits `orchid calibrate-net` records beside [bandwidth] (which is what
+  // the evaluator uses); checked like every other figure, read by no search.
+  if (const toml::node* n = root.get("network")) {
+    const toml::table* net = n->as_table();
+    if (net == nullptr) fail("{}: key 'network' must be a table", path);
+    allow_keys(*net, {"ranks", "p2p", "allreduce", "allgather", "reduce_scatter"}, path,
+               "[network]");
+    integer(*net, "ranks", path, "[network]", 1, kMaxDevices, false, 1);
+    for (const char* kind : {"p2p", "allreduce", "allgather", "reduce_scatter"}) {
+      const toml::node* fit = net->get(kind);
+      if (fit == nullptr) continue;
+      const std::string where = fmt::format("[network.{}]", kind);
+      if (!fit->is_table()) fail("{}: {} must be a table", path, where);
+      const toml::table& t = *fit->as_table();
+      allow_keys(t, {"gbs", "latency_us", "rms_relative_error"}, path, where);
+      positive(t, "gbs", path, where);
+      if (number(t, "latency_us", path, where, true) < 0) {
+        fail("{}: {}: key 'latency_us' must not be negative", path, where);
+      }
+      if (number(t, "rms_relative_error", path, where, false) < 0) {
+        fail("{}: {}: key 'rms_relative_error' must not be negative", path, where);
+      }
+    }
   }
   if (const toml::table* opt = root["options"].as_table()) {
     allow_keys(*opt, {"overlap"}, path, "[options]");

@@ -154,6 +154,14 @@ std::string resolve(const std::string& base_file, const std::string& relative,
                        fmt::format("{}: key '{}'", base_file, key));
 }
 
+// A device is named, not pathed: it must be a file in the config tree's devices/.
+void check_device_name(const std::string& dev, const std::string& path, const std::string& where) {
+  if (dev.empty() || dev.find_first_of("/\\") != std::string::npos || dev[0] == '.') {
+    fail("{}: {}: key 'device' must be a device name (a file in devices/), got '{}'", path, where,
+         printable(dev));
+  }
+}
+
 GpuSpec gpu_from_table(const toml::table& t, const std::string& path, const std::string& where,
                        const std::string& name) {
   GpuSpec g;
@@ -195,7 +203,8 @@ Design cpu_rank_design(const toml::table& t, const std::string& path, int& ranks
     fail("{}: {}: key 'threads' must be an integer", path, where);
   }
   const std::string device = text(t, "device", path, where, false, "cpu");
-  Design d = gpu_design(load_gpu_spec(resolve(path, "../devices/" + device + ".toml")));
+  check_device_name(device, path, where);
+  Design d = gpu_design(load_gpu_spec(resolve(path, "../devices/" + device + ".toml", "device")));
   d.is_gpu = false;
   d.is_cpu = true;
   d.threads = static_cast<int>(threads);
@@ -365,10 +374,7 @@ System parse_system(const std::string& content, const std::string& path) {
                               text(*g, "name", path, where, false, fmt::format("gpu{}", i)));
       } else {
         const std::string dev = text(*g, "device", path, where, true);
-        if (dev.empty() || dev.find_first_of("/\\") != std::string::npos || dev[0] == '.') {
-          fail("{}: {}: key 'device' must be a device name (a file in devices/), got '{}'", path,
-               where, printable(dev));
-        }
+        check_device_name(dev, path, where);
         spec = load_gpu_spec(resolve(path, "../devices/" + dev + ".toml", "device"));
       }
       const int copies = integer(*g, "count", path, where, 1, kMaxDevices, false, 1);

@@ -312,8 +312,8 @@ GpuSpec load_gpu_spec(const std::string& path) {
 System parse_system(const std::string& content, const std::string& path) {
   const toml::table root = parse_toml(content, path);
   allow_keys(root,
-             {"name", "description", "design_library", "designs", "devices", "bandwidth", "options",
-              "baseline"},
+             {"name", "description", "design_library", "designs", "devices", "bandwidth", "network",
+              "options", "baseline"},
              path, "system");
   System s;
   s.path = path;

@@ -154,6 +154,14 @@ std::string resolve(const std::string& base_file, const std::string& relative,
                        fmt::format("{}: key '{}'", base_file, key));
 }
 
+// A device is named, not pathed: it must be a file in the config tree's devices/.
+void check_device_name(const std::string& dev, const std::string& path, const std::string& where) {
+  if (dev.empty() || dev.find_first_of("/\\") != std::string::npos || dev[0] == '.') {
+    fail("{}: {}: key 'device' must be a device name (a file in devices/), got '{}'", path, where,
+         printable(dev));
+  }
+}
+
 GpuSpec gpu_from_table(const toml::table& t, const std::string& path, const std::string& where,
                        const std::string& name) {
   GpuSpec g;
@@ -190,10 +198,7 @@ Design cpu_rank_design(const toml::table& t, const std::string& path, int& ranks
   ranks = integer(t, "ranks", path, where, 1, kMaxDevices, true, 1);
   const int threads = integer(t, "threads", path, where, 1, 1024, false, 1);
   const std::string device = text(t, "device", path, where, false, "cpu");
-  if (device.empty() || device.find_first_of("/\\") != std::string::npos || device[0] == '.') {
-    fail("{}: {}: key 'device' must be a device name (a file in devices/), got '{}'", path, where,
-         printable(device));
-  }
+  check_device_name(device, path, where);
   Design d = gpu_design(load_gpu_spec(resolve(path, "../devices/" + device + ".toml", "device")));
   d.is_gpu = false;
   d.is_cpu = true;
@@ -302,8 +307,8 @@ GpuSpec load_gpu_spec(const std::string& path) {
 System parse_system(const std::string& content, const std::string& path) {
   const toml::table root = parse_toml(content, path);
   allow_keys(root,
-             {"name", "description", "design_library", "designs", "devices", "bandwidth", "options",
-              "baseline", "network"},
+             {"name", "description", "design_library", "designs", "devices", "bandwidth", "network",
+              "options", "baseline"},
              path, "system");
   System s;
   s.path = path;
@@ -364,10 +369,7 @@ System parse_system(const std::string& content, const std::string& path) {
                               text(*g, "name", path, where, false, fmt::format("gpu{}", i)));
       } else {
         const std::string dev = text(*g, "device", path, where, true);
-        if (dev.empty() || dev.find_first_of("/\\") != std::string::npos || dev[0] == '.') {
-          fail("{}: {}: key 'device' must be a device name (a file in devices/), got '{}'", path,
-               where, printable(dev));
-        }
+        check_device_name(dev, path, where);
         spec = load_gpu_spec(resolve(path, "../devices/" + dev + ".toml", "device"));
       }
       const int copies = integer(*g, "count", path, where, 1, kMaxDevices, false, 1);

@@ -195,6 +195,7 @@ Design gpu_design(const GpuSpec& spec) {
 // names the CPU's spec in configs/devices (default "cpu") for the roofline fallback.
 Design cpu_rank_design(const toml::table& t, const std::string& path, int& ranks) {
   const std::string where = "[devices.cpu]";
+  allow_keys(t, {"ranks", "threads", "device", "memory_gb"}, path, where);
   ranks = integer(t, "ranks", path, where, 1, kMaxDevices, true, 1);
   const int threads = integer(t, "threads", path, where, 1, 1024, false, 1);
   const std::string device = text(t, "device", path, where, false, "cpu");

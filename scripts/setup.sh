@@ -10,6 +10,7 @@ packages=(
   coinor-libcbc-dev libdnnl-dev ocl-icd-opencl-dev libopenblas-dev
   nlohmann-json3-dev libcli11-dev libtomlplusplus-dev libfmt-dev libtbb-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
+  libopenmpi-dev openmpi-bin
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -6,6 +6,7 @@
 #include <new>
 
 #include "util/error.hpp"
+#include "util/memory_budget.hpp"
 
 namespace orchid {
 
@@ -20,6 +21,8 @@ std::int64_t AlignedBuffer::round_up(std::int64_t bytes) {
 
 AlignedBuffer::AlignedBuffer(std::int64_t bytes) {
   // One spare line past the end: vector loops may read (never use) a little beyond a tensor.
+  // Sizes come from plans and models: within the memory budget before allocating.
+  check_memory_budget(bytes, "an executor buffer (arena, scratch or layout pool)");
   const std::int64_t rounded = round_up(bytes);
   if (rounded > std::numeric_limits<std::int64_t>::max() - static_cast<std::int64_t>(kAlignment)) {
     internal_error("aligned buffer: size {} overflows", bytes);

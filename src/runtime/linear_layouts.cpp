@@ -1,5 +1,7 @@
 #include "runtime/linear_layouts.hpp"
 
+#include <map>
+
 #include "cost/layout_policy.hpp"
 #include "util/overloaded.hpp"
 
@@ -7,11 +9,15 @@ namespace orchid {
 
 namespace {
 
+// The layout each tensor's channels-last (preferred-layout) uses need: a tensor stays in
+// a convolution's preferred layout only where all of them agree on one.
+using WantedLayouts = std::map<std::string, std::vector<dnnl::memory::desc>>;
+
 void add_linear_uses(LinearStage& l, const Graph& graph, const dnnl::engine& engine,
-                     LayoutUses& uses) {
+                     LayoutUses& uses, WantedLayouts& wanted) {
   uses.add(l.wei, LayoutUse::Plain);  // weights are read plain
-  l.prefers_nhwc = conv_prefers_nhwc(engine, graph, *l.node);
-  if (!l.prefers_nhwc) {
+  l.preferred = conv_preferred_layouts(engine, graph, *l.node);
+  if (!l.preferred) {
     uses.add(l.src, LayoutUse::Plain);
     uses.add(l.dst, LayoutUse::Plain);
     for (const auto& po : l.post_ops) {
@@ -21,11 +27,14 @@ void add_linear_uses(LinearStage& l, const Graph& graph, const dnnl::engine& eng
   }
   uses.add(l.dst, LayoutUse::ChannelsLastWrite);
   uses.add(l.src, LayoutUse::ChannelsLastSource);
+  wanted[l.dst].push_back(l.preferred->dst);
+  wanted[l.src].push_back(l.preferred->src);
   const Shape& out = graph.tensor(l.dst).shape;
   for (const auto& po : l.post_ops) {
     if (po.kind != PostOp::Kind::Binary) continue;
-    uses.add(po.operand, graph.tensor(po.operand).shape == out ? LayoutUse::ChannelsLastOperand
-                                                               : LayoutUse::Plain);
+    const bool full = graph.tensor(po.operand).shape == out;
+    uses.add(po.operand, full ? LayoutUse::ChannelsLastOperand : LayoutUse::Plain);
+    if (full) wanted[po.operand].push_back(l.preferred->dst);
   }
 }
 
@@ -41,10 +50,11 @@ std::set<std::string> choose_channels_last(std::vector<std::vector<Stage>>& kern
   auto plain_reads = [&](const std::vector<std::string>& reads) {
     for (const auto& t : reads) uses.add(t, LayoutUse::Plain);
   };
+  WantedLayouts wanted;
   for (auto& stages : kernels) {
     for (Stage& st : stages) {
       std::visit(Overloaded{
-                     [&](LinearStage& l) { add_linear_uses(l, graph, engine, uses); },
+                     [&](LinearStage& l) { add_linear_uses(l, graph, engine, uses, wanted); },
                      [&](LoopStage& l) { plain_reads(l.read_names); },
                      [&](UnaryDnnlStage& u) { plain_reads(u.read_names); },
                      [&](ReferenceStage& r) { plain_reads(r.read_names); },
@@ -52,27 +62,31 @@ std::set<std::string> choose_channels_last(std::vector<std::vector<Stage>>& kern
                  st);
     }
   }
+  for (const auto& [tensor, layouts] : wanted) {
+    for (const auto& l : layouts) {
+      if (l != layouts.front()) uses.add(tensor, LayoutUse::Plain);  // they disagree
+    }
+  }
   return uses.channels_last();
 }
 
 void build_linear_ops(std::vector<std::vector<Stage>>& kernels, const Graph& graph,
                       const dnnl::engine& engine, dnnl::stream& stream,
-                      const std::set<std::string>& nhwc, MemoryPlan& memory,
+                      const std::set<std::string>& kept, MemoryPlan& memory,
                       PlanExecutorStats& stats) {
   for (auto& stages : kernels) {
     for (Stage& st : stages) {
       auto* l = std::get_if<LinearStage>(&st);
       if (!l) continue;
       LinearLayout layout;
-      layout.nhwc = l->prefers_nhwc;
-      layout.src_stored_nhwc = nhwc.count(l->src) > 0;
-      layout.dst_stored_nhwc = nhwc.count(l->dst) > 0;
+      layout.preferred = l->preferred;
+      layout.src_stored_preferred = kept.count(l->src) > 0;
+      layout.dst_stored_preferred = kept.count(l->dst) > 0;
       for (const auto& po : l->post_ops) {
         const bool binary = po.kind == PostOp::Kind::Binary;
-        layout.operand_stored_nhwc.push_back(binary && nhwc.count(po.operand) > 0);
-        layout.operand_used_nhwc.push_back(binary && l->prefers_nhwc &&
-                                           graph.tensor(po.operand).shape ==
-                                               graph.tensor(l->dst).shape);
+        layout.operand_stored_preferred.push_back(binary && kept.count(po.operand) > 0);
+        layout.operand_used_preferred.push_back(
+            binary && l->preferred && graph.tensor(po.operand).shape == graph.tensor(l->dst).shape);
       }
       l->op = make_linear(engine, stream, graph, *l->node, l->post_ops, layout);
       // Stages run one after another, so the reordered copies of every convolution share
@@ -85,8 +99,10 @@ void build_linear_ops(std::vector<std::vector<Stage>>& kernels, const Graph& gra
       if (l->op.packed_weights) {
         stats.packed_weight_bytes += static_cast<std::int64_t>(l->op.wei.get_desc().get_size());
       }
-      if (l->op.src_reorder || l->op.dst_reorder || layout.nhwc) ++stats.blocked_convolutions;
-      stats.nhwc_handoffs += layout.src_stored_nhwc;
+      if (l->op.src_reorder || l->op.dst_reorder || layout.preferred) {
+        ++stats.blocked_convolutions;
+      }
+      stats.nhwc_handoffs += layout.src_stored_preferred;
     }
   }
 }

@@ -23,16 +23,18 @@ struct GraphBoundaryLayouts {
 };
 
 // The arena tensors the plan keeps channels-last (cost/layout_policy.hpp's rule over the
-// uses of every stage); sets each linear stage's prefers_nhwc on the way.
+// uses of every stage, in the layout each convolution prefers: NHWC on AVX-512, blocked on
+// AVX2, kept only where writer and readers agree on it); sets each linear stage's
+// `preferred` layouts on the way.
 std::set<std::string> choose_channels_last(std::vector<std::vector<Stage>>& kernels,
                                            const Graph& graph, const dnnl::engine& engine,
                                            const GraphBoundaryLayouts& boundary);
 
-// Builds every linear stage's primitive for the layout `nhwc` gives its tensors, and
+// Builds every linear stage's primitive for the layout `kept` gives its tensors, and
 // lays out its reordered copies in the memory plan's layout pool.
 void build_linear_ops(std::vector<std::vector<Stage>>& kernels, const Graph& graph,
                       const dnnl::engine& engine, dnnl::stream& stream,
-                      const std::set<std::string>& nhwc, MemoryPlan& memory,
+                      const std::set<std::string>& kept, MemoryPlan& memory,
                       PlanExecutorStats& stats);
 
 // Points each linear stage's reordered copies at the allocated layout pool.

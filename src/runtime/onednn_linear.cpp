@@ -29,16 +29,22 @@ memory::dims operand_dims(const Shape& shape, const OperandShaping& sh) {
   return {rows, d.back()};
 }
 
-// A binary post-op's operand as stored: plain, or NHWC when the layout says so.
+// A binary post-op's operand as stored: plain, or in the convolution's result layout
+// (it is then the result's size) when `in_result_layout` says so.
 memory::desc operand_desc(const Graph& g, const PostOp& p, const OperandShaping& sh,
-                          const std::vector<bool>& stored_nhwc, std::size_t index) {
+                          const std::vector<bool>& in_result_layout,
+                          const std::optional<ConvLayouts>& preferred, std::size_t index) {
   const memory::dims dims = operand_dims(g.tensor(p.operand).shape, sh);
-  if (index < stored_nhwc.size() && stored_nhwc[index]) return nhwc_desc(dims);
+  if (preferred && index < in_result_layout.size() && in_result_layout[index]) {
+    return preferred->dst;
+  }
   return plain_desc(dims);
 }
 
 dnnl::primitive_attr post_op_attr(const Graph& g, const std::vector<PostOp>& post_ops,
-                                  const OperandShaping& sh, const std::vector<bool>& stored_nhwc) {
+                                  const OperandShaping& sh,
+                                  const std::vector<bool>& in_result_layout,
+                                  const std::optional<ConvLayouts>& preferred) {
   dnnl::primitive_attr attr;
   dnnl::post_ops po;
   for (std::size_t i = 0; i < post_ops.size(); ++i) {
@@ -46,7 +52,8 @@ dnnl::primitive_attr post_op_attr(const Graph& g, const std::vector<PostOp>& pos
     if (p.kind == PostOp::Kind::Eltwise) {
       po.append_eltwise(1.0f, to_dnnl(p.algorithm), p.alpha, p.beta);
     } else {
-      po.append_binary(to_dnnl(p.algorithm), operand_desc(g, p, sh, stored_nhwc, i));
+      po.append_binary(to_dnnl(p.algorithm),
+                       operand_desc(g, p, sh, in_result_layout, preferred, i));
     }
   }
   attr.set_post_ops(po);
@@ -172,14 +179,23 @@ bool linear_supported(const Graph& g, const Node& node) {
          g.tensor(node.inputs[0]).shape.size() == 4;
 }
 
-bool conv_prefers_nhwc(const dnnl::engine& engine, const Graph& g, const Node& node) {
-  if (!is_convolution(node) || !g.is_constant(node.inputs[1])) return false;
+std::optional<ConvLayouts> conv_preferred_layouts(const dnnl::engine& engine, const Graph& g,
+                                                  const Node& node) {
+  if (!is_convolution(node) || !g.is_constant(node.inputs[1])) return std::nullopt;
   const ConvDescs d = conv_dims(g, node);
   const dnnl::convolution_forward::desc desc(
       dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any_desc(d.src),
       any_desc(d.wei), any_desc(d.dst), d.strides, d.dilation, d.pad_l, d.pad_r);
   const dnnl::convolution_forward::primitive_desc pd(desc, engine);
-  return pd.src_desc() == nhwc_desc(d.src) && pd.dst_desc() == nhwc_desc(d.dst);
+  // NHWC (which equals plain where only one of C, H x W exceeds 1), or another layout
+  // than plain that needs no more bytes: the tensor still fits its arena slot.
+  auto usable = [](const memory::desc& chosen, const memory::dims& dims) {
+    const memory::desc plain = plain_desc(dims);
+    if (chosen == nhwc_desc(dims)) return true;
+    return chosen != plain && chosen.get_size() == plain.get_size();
+  };
+  if (!usable(pd.src_desc(), d.src) || !usable(pd.dst_desc(), d.dst)) return std::nullopt;
+  return ConvLayouts{pd.src_desc(), pd.dst_desc()};
 }
 
 LinearOp make_linear(const dnnl::engine& engine, dnnl::stream& stream, const Graph& g,
@@ -229,7 +245,7 @@ LinearOp make_linear(const dnnl::engine& engine, dnnl::stream& stream, const Gra
     wei_md = plain_desc(bd2);
     dst_md = plain_desc(yd2);
     const dnnl::matmul::desc desc(src_md, weights_constant ? any_desc(bd2) : wei_md, dst_md);
-    const dnnl::matmul::primitive_desc pd(desc, post_op_attr(g, post_ops, shaping, {}), engine);
+    const dnnl::matmul::primitive_desc pd(desc, post_op_attr(g, post_ops, shaping, {}, {}), engine);
     op.prim = dnnl::matmul(pd);
     op.implementation = pd.impl_info_str();
     op.src = memory(src_md, engine, DNNL_MEMORY_NONE);
@@ -241,23 +257,26 @@ LinearOp make_linear(const dnnl::engine& engine, dnnl::stream& stream, const Gra
     dst_md = plain_desc(d.dst);
     wei_md = plain_desc(d.wei);
     const bool choose = weights_constant;
-    const memory::desc src_want = layout.nhwc ? nhwc_desc(d.src)
-                                  : choose    ? any_desc(d.src)
-                                              : src_md;
-    const memory::desc dst_want = layout.nhwc ? nhwc_desc(d.dst)
-                                  : choose    ? any_desc(d.dst)
-                                              : dst_md;
+    const memory::desc src_want = layout.preferred ? layout.preferred->src
+                                  : choose         ? any_desc(d.src)
+                                                   : src_md;
+    const memory::desc dst_want = layout.preferred ? layout.preferred->dst
+                                  : choose         ? any_desc(d.dst)
+                                                   : dst_md;
     const dnnl::convolution_forward::desc desc(
         dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_want,
         choose ? any_desc(d.wei) : wei_md, dst_want, d.strides, d.dilation, d.pad_l, d.pad_r);
     const dnnl::convolution_forward::primitive_desc pd(
-        desc, post_op_attr(g, post_ops, shaping, layout.operand_used_nhwc), engine);
+        desc, post_op_attr(g, post_ops, shaping, layout.operand_used_preferred, layout.preferred),
+        engine);
     op.prim = dnnl::convolution_forward(pd);
     op.implementation = pd.impl_info_str();
     op.src = memory(pd.src_desc(), engine, DNNL_MEMORY_NONE);
     op.dst = memory(pd.dst_desc(), engine, DNNL_MEMORY_NONE);
-    const memory::desc src_stored = layout.src_stored_nhwc ? nhwc_desc(d.src) : src_md;
-    const memory::desc dst_stored = layout.dst_stored_nhwc ? nhwc_desc(d.dst) : dst_md;
+    const bool src_kept = layout.preferred && layout.src_stored_preferred;
+    const bool dst_kept = layout.preferred && layout.dst_stored_preferred;
+    const memory::desc src_stored = src_kept ? layout.preferred->src : src_md;
+    const memory::desc dst_stored = dst_kept ? layout.preferred->dst : dst_md;
     if (pd.src_desc() != src_stored) {
       op.src_user = memory(src_stored, engine, DNNL_MEMORY_NONE);
       op.src_reorder = dnnl::reorder(op.src_user, op.src);
@@ -283,8 +302,9 @@ LinearOp make_linear(const dnnl::engine& engine, dnnl::stream& stream, const Gra
   for (std::size_t i = 0; i < post_ops.size(); ++i) {
     if (post_ops[i].kind != PostOp::Kind::Binary) continue;
     const memory::desc stored =
-        operand_desc(g, post_ops[i], shaping, layout.operand_stored_nhwc, i);
-    const memory::desc used = operand_desc(g, post_ops[i], shaping, layout.operand_used_nhwc, i);
+        operand_desc(g, post_ops[i], shaping, layout.operand_stored_preferred, layout.preferred, i);
+    const memory::desc used =
+        operand_desc(g, post_ops[i], shaping, layout.operand_used_preferred, layout.preferred, i);
     op.binary.push_back(memory(used, engine, DNNL_MEMORY_NONE));
     op.binary_user.push_back(memory(stored, engine, DNNL_MEMORY_NONE));
     op.binary_reorder.emplace_back();

@@ -1,9 +1,10 @@
 // Linear primitives (MatMul, 2-D Conv) on oneDNN, with an epilogue folded in as post-ops.
 //
 // Memory objects are made once; each run only swaps their data handles. Convolutions run
-// in the activation and weight layouts oneDNN prefers on this CPU (NHWC on AVX-512): where
-// a tensor is stored otherwise (plain NCHW), the source is reordered from `src_user` into
-// `src` before and the result from `dst` into `dst_user` after the convolution; constant
+// in the activation and weight layouts oneDNN prefers on this CPU (NHWC on AVX-512, blocked
+// nChw8c on AVX2): where a tensor is stored otherwise (plain NCHW), the source is reordered
+// from `src_user` into `src` before and the result from `dst` into `dst_user` after the
+// convolution; constant
 // weights are reordered once, at build time (`packed_weights`). oneDNN's channels-last
 // kernels are several times faster than the im2col+GEMM path it takes for plain layouts,
 // which is worth far more than the reorders.
@@ -43,26 +44,34 @@ struct LinearOp {
   std::vector<dnnl::memory*> reordered_copies();
 };
 
-// How a linear op's activations are stored: which of its tensors live in NHWC rather
-// than plain NCHW (cost/layout_policy.hpp decides).
+// The activation layouts a convolution runs on when oneDNN chooses them.
+struct ConvLayouts {
+  dnnl::memory::desc src, dst;
+};
+
+// How a linear op's activations are stored: which of its tensors live in the layout the
+// convolution prefers rather than plain NCHW (cost/layout_policy.hpp decides).
 struct LinearLayout {
-  bool nhwc = false;  // the convolution runs on NHWC activations
-  bool src_stored_nhwc = false, dst_stored_nhwc = false;
-  std::vector<bool> operand_stored_nhwc;  // per post-op
-  std::vector<bool> operand_used_nhwc;    // per post-op: full-size operand of an NHWC conv
+  std::optional<ConvLayouts> preferred;  // the convolution runs on these layouts
+  bool src_stored_preferred = false, dst_stored_preferred = false;
+  std::vector<bool> operand_stored_preferred;  // per post-op
+  std::vector<bool> operand_used_preferred;    // per post-op: full-size operand of such a conv
 };
 
 // Whether make_linear maps `node` onto oneDNN: MatMul, or a 2-D Conv without bias input
 // (fission splits the bias off), all f32.
 bool linear_supported(const Graph& graph, const Node& node);
 
-// Whether oneDNN, free to choose, runs this convolution on channels-last (NHWC)
-// activations.
-bool conv_prefers_nhwc(const dnnl::engine& engine, const Graph& graph, const Node& node);
+// The layouts oneDNN, free to choose, runs this convolution on, or nullopt when they are
+// plain or need more bytes than plain (a blocked layout padding the channels): NHWC on
+// AVX-512, nChw8c / nChw16c on AVX2 where the channels fill the blocks. Tensors in such a
+// layout can pass between convolutions that agree on it without reorders.
+std::optional<ConvLayouts> conv_preferred_layouts(const dnnl::engine& engine, const Graph& graph,
+                                                  const Node& node);
 
 // Builds the primitive for a node linear_supported() accepts, with `post_ops`. Constant
 // weights are packed once into the layout the primitive prefers. Convolutions choose
-// their activation layout (any), or run NHWC as `layout` says; activations stored
+// their activation layout (any), or run on `layout.preferred`; activations stored
 // otherwise are reordered before / after.
 LinearOp make_linear(const dnnl::engine& engine, dnnl::stream& stream, const Graph& graph,
                      const Node& node, const std::vector<PostOp>& post_ops,

@@ -23,7 +23,7 @@ struct LinearStage {
   const Node* node = nullptr;
   std::vector<PostOp> post_ops;
   std::string src, wei, dst;               // the tensors read and written (as the arena names them)
-  bool prefers_nhwc = false;               // conv_prefers_nhwc
+  std::optional<ConvLayouts> preferred;    // conv_preferred_layouts
   LinearOp op;                             // built once every stage is known (build_linear_ops)
   std::vector<std::int64_t> copy_offsets;  // op.reordered_copies() in the layout pool
   Location a, b, y;

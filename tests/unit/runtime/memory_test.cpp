@@ -35,7 +35,8 @@ TEST(AlignedBuffer, IsAlignedZeroedAndSized) {
 
 TEST(AlignedBuffer, RefusesNegativeAndOverflowingSizes) {
   EXPECT_THROW(AlignedBuffer(-1), InternalError);
-  EXPECT_THROW(AlignedBuffer(std::numeric_limits<std::int64_t>::max()), InternalError);
+  // A size beyond the memory budget comes from a plan or model: a user error, named.
+  EXPECT_THROW(AlignedBuffer(std::numeric_limits<std::int64_t>::max()), Error);
   EXPECT_EQ(AlignedBuffer::round_up(0), 0);
   EXPECT_EQ(AlignedBuffer::round_up(1), 64);
   EXPECT_EQ(AlignedBuffer::round_up(128), 128);

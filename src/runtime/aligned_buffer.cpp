@@ -20,13 +20,15 @@ std::int64_t AlignedBuffer::round_up(std::int64_t bytes) {
 }
 
 AlignedBuffer::AlignedBuffer(std::int64_t bytes) {
+  if (bytes < 0) internal_error("aligned buffer: negative size {}", bytes);
+  // Sizes come from plans and models: within the memory budget before anything else, so
+  // an absurd size is the user's error, named, not an overflow further down.
+  check_memory_budget(bytes, "an executor buffer (arena, scratch or layout pool)");
   // One spare line past the end: vector loops may read (never use) a little beyond a tensor.
   const std::int64_t rounded = round_up(bytes);
   if (rounded > std::numeric_limits<std::int64_t>::max() - static_cast<std::int64_t>(kAlignment)) {
     internal_error("aligned buffer: size {} overflows", bytes);
   }
-  // Sizes come from plans and models: within the memory budget before allocating.
-  check_memory_budget(bytes, "an executor buffer (arena, scratch or layout pool)");
   const auto total = static_cast<std::size_t>(rounded) + kAlignment;
   auto* p = static_cast<std::byte*>(std::aligned_alloc(kAlignment, total));
   if (!p) throw std::bad_alloc();

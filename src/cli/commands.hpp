@@ -29,5 +29,6 @@ Action add_run_command(CLI::App& app);
 Action add_materialize_command(CLI::App& app);
 Action add_map_command(CLI::App& app);
 Action add_orchestrate_command(CLI::App& app);
+Action add_codegen_command(CLI::App& app);
 
 }  // namespace orchid::cli

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
       {"materialize", orchid::cli::add_materialize_command(app)},
       {"map", orchid::cli::add_map_command(app)},
       {"orchestrate", orchid::cli::add_orchestrate_command(app)},
+      {"codegen", orchid::cli::add_codegen_command(app)},
   };
   try {
     app.parse(argc, argv);

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/config_dirs.hpp"
 #include "cli/cost_options.hpp"
 #include "codegen/plan_codegen.hpp"
 #include "codegen/write_sources.hpp"
@@ -27,7 +28,7 @@ void run_codegen(const CodegenOptions& options) {
   const codegen::Target target = codegen::parse_target(options.target);
   const LoadedModel loaded = load_model(options.model.model, options.model.import_options());
   loaded.graph.require_static_shapes(fmt::format("'{}': code generation", options.model.model));
-  const auto cost_model = make_analytic_cost_model(load_device_spec(options.device));
+  const auto cost_model = make_analytic_cost_model(load_device_spec(options.device, config_roots()));
   const Orchestration o = orchestrate(loaded.graph, *cost_model, OrchestrateOptions{});
   const Plan& plan = plan_of_kind(o, options.plan_kind);
   const codegen::DeviceProgram program =

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "cost/device_spec_toml.hpp"
-#include "cost/profile_db.hpp"
+#include "profile/profile_db.hpp"
 #include "util/atomic_file.hpp"
 #include "util/error.hpp"
 

@@ -9,8 +9,8 @@
 
 #include "cost/cost_model.hpp"
 #include "cost/device_spec.hpp"
-#include "cost/measured_cost_model.hpp"
 #include "orchestrate/orchestrator.hpp"
+#include "profile/measured_cost_model.hpp"
 
 namespace orchid::cli {
 

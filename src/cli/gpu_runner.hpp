@@ -9,7 +9,7 @@
 
 #include "ir/graph.hpp"
 #include "orchestrate/plan.hpp"
-#include "runtime/reference_interpreter.hpp"
+#include "eval/reference_interpreter.hpp"
 
 namespace orchid::cli {
 

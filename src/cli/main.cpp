@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "cli/commands.hpp"
+#include "cli/config_dirs.hpp"
 #include "util/error.hpp"
 
 int main(int argc, char** argv) {
@@ -13,6 +14,9 @@ int main(int argc, char** argv) {
   CLI::App app{"orchid: kernel orchestration and multi-accelerator mapping for ONNX models"};
   app.set_version_flag("--version", std::string("orchid ") + ORCHID_VERSION);
   app.require_subcommand(1);
+  // Global options (--config-dir) may also follow the subcommand's name.
+  app.fallthrough();
+  orchid::cli::add_config_dir_option(app);
   // One entry per subcommand: its name and what runs when it is chosen.
   const std::vector<std::pair<std::string, orchid::cli::Action>> commands = {
       {"inspect", orchid::cli::add_inspect_command(app)},
@@ -34,9 +38,14 @@ int main(int argc, char** argv) {
   } catch (const orchid::Error& e) {
     std::fprintf(stderr, "orchid: error: %s\n", e.what());
     return 1;
+  } catch (const orchid::InternalError& e) {
+    // A bug in orchid, whatever the input: a different prefix and exit code.
+    std::fprintf(stderr, "orchid: internal error: %s (a bug in orchid, please report it)\n",
+                 e.what());
+    return 3;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "orchid: internal error: %s\n", e.what());
-    return 2;
+    std::fprintf(stderr, "orchid: internal error: unexpected %s\n", e.what());
+    return 3;
   }
   return 0;
 }

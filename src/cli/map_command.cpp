@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/config_dirs.hpp"
 #include "mapping/baselines.hpp"
 #include "mapping/genetic_search.hpp"
 #include "mapping/orchestrated_cost.hpp"
@@ -38,7 +39,7 @@ std::string reduction(double base, double ours) {
 void map(const MapOptions& o) {
   using namespace orchid::mapping;
   const System sys = load_system(o.system);
-  const Workload w = load_workload(o.workload, o.batch);
+  const Workload w = load_workload(o.workload, o.batch, config_roots());
   // GPUs are priced by the kernel orchestrator's optimal plan per layer subgraph.
   const OrchestratedCostProvider orchestrated;
   const bool orchestrate_gpus = !sys.gpu_designs.empty() && !o.gpu_roofline;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/config_dirs.hpp"
 #include "cli/cost_options.hpp"
 #include "cli/format.hpp"
 #include "cost/cost_model.hpp"
@@ -52,7 +53,7 @@ void orchestrate_command(const OrchestrateCliOptions& o) {
           fmt::format("{}; --static-part orchestrates the nodes before the first one", e.what()));
     }
   }
-  const DeviceSpec spec = load_device_spec(o.device);
+  const DeviceSpec spec = load_device_spec(o.device, config_roots());
   const auto cost_model = make_cost_model(spec, o.cost);
   OrchestrateOptions options;
   options.time_limit_s = o.time_limit;

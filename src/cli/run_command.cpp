@@ -14,16 +14,17 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/config_dirs.hpp"
 #include "cli/cost_options.hpp"
 #include "cli/gpu_runner.hpp"
 #include "cost/cost_model.hpp"
+#include "eval/random_inputs.hpp"
+#include "eval/reference_interpreter.hpp"
+#include "ir/npy.hpp"
 #include "orchestrate/orchestrator.hpp"
 #include "passes/load_model.hpp"
 #include "runtime/plan_executor.hpp"
-#include "runtime/random_inputs.hpp"
-#include "runtime/reference_interpreter.hpp"
 #include "util/error.hpp"
-#include "util/npy.hpp"
 
 namespace orchid::cli {
 
@@ -198,7 +199,8 @@ void run(const RunOptions& options) {
     } else {
       const std::string spec =
           gpu ? gpu_device_model(options.device, options.device_model) : std::string("cpu");
-      const auto cost_model = make_cost_model(load_device_spec(spec), options.cost);
+      const auto cost_model =
+          make_cost_model(load_device_spec(spec, config_roots()), options.cost);
       Orchestration o = orchestrate(g, *cost_model, OrchestrateOptions{});
       report_measured_costs(*cost_model, options.cost, options.model.model);
       plan = plan_of_kind(o, options.plan_kind);

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "codegen/device_program.hpp"
-#include "runtime/reference_interpreter.hpp"
+#include "eval/reference_interpreter.hpp"
 
 namespace orchid::codegen {
 

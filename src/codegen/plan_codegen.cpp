@@ -12,7 +12,7 @@
 
 #include "codegen/kernel_families.hpp"
 #include "codegen/kernel_writer.hpp"
-#include "orchestrate/kernel_view.hpp"
+#include "fission/kernel_view.hpp"
 #include "util/error.hpp"
 
 namespace orchid::codegen {

@@ -10,7 +10,7 @@
 #include <set>
 #include <string>
 
-#include "orchestrate/kernel_view.hpp"
+#include "fission/kernel_view.hpp"
 
 namespace orchid {
 

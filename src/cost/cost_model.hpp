@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "cost/device_spec.hpp"
-#include "orchestrate/kernel_view.hpp"
+#include "fission/kernel_view.hpp"
 
 namespace orchid {
 

@@ -178,38 +178,24 @@ bool looks_like_path(const std::string& s) {
 
 }  // namespace
 
-std::string device_config_dir() {
-  const char* env = std::getenv("ORCHID_CONFIG_DIR");
-  const std::string root = env && *env ? env : ORCHID_SOURCE_DIR "/configs";
-  return (fs::path(root) / "devices").string();
+std::vector<std::string> available_devices(const ConfigRoots& roots) {
+  return roots.names_in("devices", ".toml");
 }
 
-std::vector<std::string> available_devices() {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(device_config_dir(), ec)) {
-    if (entry.is_regular_file() && entry.path().extension() == ".toml") {
-      names.push_back(entry.path().stem().string());
-    }
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-DeviceSpec load_device_spec(const std::string& name_or_path) {
+DeviceSpec load_device_spec(const std::string& name_or_path, const ConfigRoots& roots) {
   if (name_or_path.empty()) fail("device name is empty");
   if (looks_like_path(name_or_path)) {
     if (!fs::is_regular_file(name_or_path)) fail("{}: device file not found", name_or_path);
     return parse_device_file(name_or_path);
   }
-  const fs::path file = fs::path(device_config_dir()) / (name_or_path + ".toml");
-  if (!fs::is_regular_file(file)) {
+  const auto file = roots.find(fs::path("devices") / (name_or_path + ".toml"));
+  if (!file) {
     std::string list;
-    for (const auto& n : available_devices()) list += (list.empty() ? "" : ", ") + n;
-    fail("unknown device '{}' (no {}); available: {}", name_or_path, file.string(),
-         list.empty() ? "none" : list);
+    for (const auto& n : available_devices(roots)) list += (list.empty() ? "" : ", ") + n;
+    fail("unknown device '{}' (no devices/{}.toml in the config roots {}); available: {}",
+         name_or_path, name_or_path, roots.describe(), list.empty() ? "none" : list);
   }
-  return parse_device_file(file.string());
+  return parse_device_file(file->string());
 }
 
 }  // namespace orchid

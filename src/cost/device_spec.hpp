@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "util/config_roots.hpp"
+
 namespace orchid {
 
 // One GEMM tile shape the linear-op model may choose (cuBLAS/CUTLASS-style kernels pick
@@ -65,14 +67,12 @@ struct DeviceSpec {
   std::string source_file;  // the toml it was loaded from ("" if built in code)
 };
 
-// `name_or_path`: a device name resolved in <config dir>/devices/<name>.toml, where the
-// config dir is $ORCHID_CONFIG_DIR or else <source tree>/configs; or a path to a .toml
-// file (anything containing '/' or ending in ".toml"). Errors (orchid::Error) name the
-// file and the key that is missing or wrong; an unknown name lists the available ones.
-DeviceSpec load_device_spec(const std::string& name_or_path);
-// Names of the device files in the config dir, sorted.
-std::vector<std::string> available_devices();
-// The directory device names are resolved in.
-std::string device_config_dir();
+// `name_or_path`: a device name resolved as devices/<name>.toml in the first config root
+// that has it; or a path to a .toml file (anything containing '/' or ending in ".toml").
+// Errors (orchid::Error) name the file and the key that is missing or wrong; an unknown
+// name lists the available ones and the roots searched.
+DeviceSpec load_device_spec(const std::string& name_or_path, const ConfigRoots& roots);
+// Names of the device files in every root's devices/, sorted.
+std::vector<std::string> available_devices(const ConfigRoots& roots);
 
 }  // namespace orchid

@@ -140,7 +140,7 @@ std::string kernel_canonical_form(const KernelView& k, const std::string& device
       }
     }
   }
-  if (order.size() != n) fail("kernel signature: the kernel's primitives form a cycle");
+  if (order.size() != n) internal_error("kernel signature: the kernel's primitives form a cycle");
   std::vector<std::size_t> canonical_position(n);
   for (std::size_t p = 0; p < n; ++p) canonical_position[order[p]] = p;
 

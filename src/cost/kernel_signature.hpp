@@ -19,7 +19,7 @@
 #include <cstdint>
 #include <string>
 
-#include "orchestrate/kernel_view.hpp"
+#include "fission/kernel_view.hpp"
 
 namespace orchid {
 

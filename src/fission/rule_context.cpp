@@ -2,10 +2,10 @@
 
 #include <algorithm>
 
+#include "eval/reference_interpreter.hpp"
 #include "fission/primitive.hpp"
 #include "fission/rule.hpp"
 #include "onnx/tensor_proto.hpp"
-#include "runtime/reference_interpreter.hpp"
 #include "util/error.hpp"
 
 namespace orchid::fission_detail {

@@ -11,6 +11,7 @@
 
 #include "ir/dtype.hpp"
 #include "ir/shape.hpp"
+#include "util/error.hpp"
 
 namespace orchid {
 
@@ -86,7 +87,8 @@ template <typename T>
 Tensor Tensor::from_vector(Shape shape, const std::vector<T>& values) {
   Tensor t(dtype_of<T>::value, std::move(shape));
   if (static_cast<std::int64_t>(values.size()) != t.numel()) {
-    throw std::invalid_argument("Tensor::from_vector: value count does not match shape");
+    internal_error("Tensor::from_vector: {} values for a shape of {} elements", values.size(),
+                   t.numel());
   }
   T* out = t.data<T>();
   for (std::size_t i = 0; i < values.size(); ++i) out[i] = values[i];

@@ -28,7 +28,8 @@ const CostModel* OrchestratedCostProvider::model_for(const GpuSpec& gpu, std::st
     return nullptr;
   }
   try {
-    auto model = make_analytic_cost_model(load_device_spec(gpu.spec_path));
+    // spec_path is a file path the system loader resolved, so no config roots are needed.
+    auto model = make_analytic_cost_model(load_device_spec(gpu.spec_path, ConfigRoots{}));
     return (models_[gpu.spec_path] = std::move(model)).get();
   } catch (const std::exception& e) {
     why = model_errors_[gpu.spec_path] = e.what();

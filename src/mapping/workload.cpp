@@ -519,7 +519,7 @@ Workload load_case_file(const std::string& path, std::int64_t batch) {
   return parse_case(ss.str(), path, batch);
 }
 
-Workload load_workload(const std::string& spec, std::int64_t batch) {
+Workload load_workload(const std::string& spec, std::int64_t batch, const ConfigRoots& roots) {
   if (batch < 1) fail("--batch must be at least 1, got {}", batch);
   namespace fs = std::filesystem;
   auto from_onnx = [&](const std::string& path) {
@@ -528,15 +528,19 @@ Workload load_workload(const std::string& spec, std::int64_t batch) {
   };
   if (spec.size() > 5 && spec.ends_with(".onnx")) return from_onnx(spec);
   if (spec.ends_with(".toml")) return load_case_file(spec, batch);
-  const fs::path root(ORCHID_SOURCE_DIR);
-  const fs::path as_case = root / "configs" / "workloads" / (spec + ".toml");
-  if (fs::exists(as_case)) return load_case_file(as_case.string(), batch);
-  const fs::path as_model = root / "models" / (spec + ".onnx");
-  if (fs::exists(as_model)) return from_onnx(as_model.string());
+  if (const auto as_case = roots.find(fs::path("workloads") / (spec + ".toml"))) {
+    return load_case_file(as_case->string(), batch);
+  }
+  // The zoo's models sit beside the configs folder in the source tree and the install.
+  for (const auto& root : roots.roots()) {
+    const fs::path as_model = root.parent_path() / "models" / (spec + ".onnx");
+    std::error_code ec;
+    if (fs::is_regular_file(as_model, ec)) return from_onnx(as_model.string());
+  }
   fail(
-      "unknown workload '{}': not an .onnx/.toml file, not configs/workloads/{}.toml, not "
-      "models/{}.onnx",
-      spec, spec, spec);
+      "unknown workload '{}': not an .onnx/.toml file, not workloads/{}.toml in the config "
+      "roots ({}), not models/{}.onnx beside them",
+      spec, spec, roots.describe(), spec);
 }
 
 }  // namespace orchid::mapping

@@ -10,6 +10,7 @@
 
 #include "ir/graph.hpp"
 #include "mapping/design.hpp"
+#include "util/config_roots.hpp"
 
 namespace orchid::mapping {
 
@@ -80,7 +81,7 @@ Workload extract_workload(const Graph& graph, std::int64_t batch, const std::str
 Workload load_case_file(const std::string& path, std::int64_t batch);
 Workload parse_case(const std::string& text, const std::string& path, std::int64_t batch);
 // WORKLOAD is an .onnx path, a case file path, or a name looked up as
-// configs/workloads/<name>.toml, then models/<name>.onnx.
-Workload load_workload(const std::string& spec, std::int64_t batch);
+// workloads/<name>.toml in the config roots, then models/<name>.onnx beside a root.
+Workload load_workload(const std::string& spec, std::int64_t batch, const ConfigRoots& roots);
 
 }  // namespace orchid::mapping

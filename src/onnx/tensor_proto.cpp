@@ -313,8 +313,9 @@ Tensor read_tensor_pb(const std::string& path) {
     fail("'{}' is not a valid serialized TensorProto", path);
   }
   const std::string name = proto.name().empty() ? "<unnamed>" : proto.name();
-  std::string folder = fs::path(path).parent_path().string();
-  if (folder.empty()) folder = ".";
+  // Built in one expression: assigning "." afterwards trips a GCC 12 -Wrestrict false positive.
+  const fs::path parent = fs::path(path).parent_path();
+  const std::string folder = parent.empty() ? std::string(".") : parent.string();
   return tensor_from_proto(proto, folder, fmt::format("tensor file '{}': tensor '{}'", path, name));
 }
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "fission/kernel_view.hpp"
 #include "ir/graph.hpp"
-#include "orchestrate/kernel_view.hpp"
 #include "orchestrate/reachability.hpp"
 
 namespace orchid {

@@ -110,7 +110,7 @@ Plan plan_from_partition(const PrimitiveGraphIndex& index,
     choices.push_back({nodes, cost_model.latency_us(index.view(nodes))});
   }
   auto plan = build_plan(index, alternatives, choices, kind);
-  if (!plan) fail("baseline '{}' is not schedulable (internal error)", kind);
+  if (!plan) internal_error("baseline '{}' is not schedulable", kind);
   return *plan;
 }
 
@@ -273,12 +273,12 @@ Orchestration orchestrate(const Graph& model, const CostModel& cost_model,
       out.optimal = std::move(*plan);
       break;
     }
-    if (attempt > 50 || cycle.empty()) fail("orchestration: could not schedule the chosen kernels");
+    if (attempt > 50 || cycle.empty())
+      internal_error("orchestration: could not schedule the chosen kernels");
     const std::size_t region = owner[cycle.front()].first;
     std::vector<int> nogood;
     for (std::size_t c : cycle) {
-      if (owner[c].first != region)
-        fail("orchestration: kernel cycle spans regions (internal error)");
+      if (owner[c].first != region) internal_error("orchestration: kernel cycle spans regions");
       nogood.push_back(owner[c].second);
     }
     std::sort(nogood.begin(), nogood.end());

@@ -4,8 +4,8 @@
 #include <deque>
 #include <unordered_map>
 
+#include "eval/reference_interpreter.hpp"
 #include "ir/op_registry.hpp"
-#include "runtime/reference_interpreter.hpp"
 #include "util/error.hpp"
 
 namespace orchid {

@@ -10,11 +10,11 @@
 #include <set>
 #include <unordered_map>
 
+#include "eval/reference/reference_kernels.hpp"
+#include "fission/kernel_view.hpp"
 #include "fission/primitive.hpp"
 #include "ir/ops/window_geometry.hpp"
-#include "orchestrate/kernel_view.hpp"
 #include "runtime/fused/fused_loop.hpp"
-#include "runtime/reference/reference_kernels.hpp"
 #include "util/error.hpp"
 
 namespace orchid {

@@ -17,9 +17,9 @@
 #include <set>
 #include <string>
 
+#include "eval/reference_interpreter.hpp"
 #include "ir/graph.hpp"
 #include "orchestrate/plan.hpp"
-#include "runtime/reference_interpreter.hpp"
 
 namespace orchid {
 

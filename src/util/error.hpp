@@ -1,6 +1,9 @@
 // orchid::Error is the one exception type the library throws for bad input or
 // unsupported features. Its message is meant for the user: it names the file, node,
-// tensor or key at fault and what is wrong with it.
+// tensor or key at fault and what is wrong with it. orchid::InternalError is a broken
+// invariant inside orchid (a bug, whatever the input): it is not an Error, so no caller
+// that handles bad input swallows it, and the CLI reports it with another prefix and
+// exit code.
 #pragma once
 
 #include <stdexcept>
@@ -22,6 +25,11 @@ class UnsupportedError : public Error {
   explicit UnsupportedError(const std::string& message) : Error(message) {}
 };
 
+class InternalError : public std::logic_error {
+ public:
+  explicit InternalError(const std::string& message) : std::logic_error(message) {}
+};
+
 template <typename... Args>
 [[noreturn]] void fail(fmt::format_string<Args...> format, Args&&... args) {
   throw Error(fmt::format(format, std::forward<Args>(args)...));
@@ -30,6 +38,11 @@ template <typename... Args>
 template <typename... Args>
 [[noreturn]] void unsupported(fmt::format_string<Args...> format, Args&&... args) {
   throw UnsupportedError(fmt::format(format, std::forward<Args>(args)...));
+}
+
+template <typename... Args>
+[[noreturn]] void internal_error(fmt::format_string<Args...> format, Args&&... args) {
+  throw InternalError(fmt::format(format, std::forward<Args>(args)...));
 }
 
 }  // namespace orchid

@@ -9,9 +9,9 @@
 #include <utility>
 #include <vector>
 
+#include "eval/reference_interpreter.hpp"
 #include "ir/graph.hpp"
 #include "ir/op_registry.hpp"
-#include "runtime/reference_interpreter.hpp"
 
 namespace orchid::testing {
 

@@ -1,8 +1,8 @@
 // Ops whose value is known at compile time in a static graph: Shape and Size (from the
 // static shape), EyeLike (from the input's shape), ConstantOfShape and Range (from
 // constant inputs). They become constants; load_model has usually folded them already.
+#include "eval/reference_interpreter.hpp"
 #include "fission/rule.hpp"
-#include "runtime/reference_interpreter.hpp"
 
 namespace orchid::fission_detail {
 

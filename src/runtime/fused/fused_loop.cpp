@@ -11,9 +11,9 @@
 #include <optional>
 #include <unordered_map>
 
+#include "eval/reference/elementwise_util.hpp"
+#include "eval/reference/reference_kernels.hpp"
 #include "ir/ops/reduction_util.hpp"
-#include "runtime/reference/elementwise_util.hpp"
-#include "runtime/reference/reference_kernels.hpp"
 #include "util/error.hpp"
 
 namespace orchid {

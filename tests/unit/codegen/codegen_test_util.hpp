@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "runtime/reference_interpreter.hpp"
+#include "eval/reference_interpreter.hpp"
 
 namespace orchid::codegen::test {
 

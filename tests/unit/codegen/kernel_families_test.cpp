@@ -12,8 +12,8 @@
 #include "codegen/plan_codegen.hpp"
 #include "codegen_test_util.hpp"
 #include "ir/op_registry.hpp"
-#include "orchestrate/kernel_view.hpp"
-#include "runtime/random_inputs.hpp"
+#include "fission/kernel_view.hpp"
+#include "eval/random_inputs.hpp"
 
 namespace orchid::codegen {
 namespace {

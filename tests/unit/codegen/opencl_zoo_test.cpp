@@ -15,7 +15,8 @@
 #include "cost/cost_model.hpp"
 #include "orchestrate/orchestrator.hpp"
 #include "passes/load_model.hpp"
-#include "runtime/random_inputs.hpp"
+#include "test_config_roots.hpp"
+#include "eval/random_inputs.hpp"
 
 namespace fs = std::filesystem;
 
@@ -32,7 +33,7 @@ void check_model(const std::string& name) {
     (void)dynamic;
     GTEST_SKIP() << name << " has data-dependent shapes";
   }
-  const auto cost_model = make_analytic_cost_model(load_device_spec("a100"));
+  const auto cost_model = make_analytic_cost_model(load_device_spec("a100", test::source_configs()));
   OrchestrateOptions options;
   options.time_limit_s = 20;
   const Orchestration o = orchestrate(model.graph, *cost_model, options);

@@ -1,0 +1,59 @@
+// Times one candidate kernel on this CPU, through the real plan executor, so a measured
+// time is what the kernel costs inside an executed plan (oneDNN post-op fusion,
+// reference fallbacks, copies in and out of scratch, per-kernel dispatch).
+//
+// The kernel becomes a standalone one-kernel graph: its runtime inputs are graph inputs
+// filled with deterministic random values (valid Gather indices, see random_inputs.hpp),
+// its constants are shared with the source graph, its outputs are graph outputs. One
+// PlanExecutor runs a one-kernel plan of it (build_plan): warm-up runs, then repetitions
+// until `target_seconds` of timed runs have passed (at least `min_reps`, at most
+// `max_reps`); the result is the median with p10/p90. Weights are flushed from the caches
+// before each timed run (see flush_weights).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "fission/kernel_view.hpp"
+#include "ir/graph.hpp"
+
+namespace orchid {
+
+// Bump when the timing methodology (or the executor's way of running a kernel) changes
+// so much that stored measurements should be taken again.
+// 2: weights flushed from the caches before each run; 3: boundary tensors NHWC where
+// the kernel's neighbours are convolutions (conv_neighbour_boundaries), as in a model.
+constexpr int kKernelTimerVersion = 3;
+
+struct KernelTimerOptions {
+  int warmup_runs = 1;           // untimed runs first (page faults, oneDNN JIT)
+  int min_reps = 3;              // timed runs at least ...
+  int max_reps = 50;             // ... and at most
+  double target_seconds = 0.02;  // stop once this much time was spent in timed runs
+  std::uint64_t seed = 0;        // random input values
+  // Evict the kernel's constant inputs (weights) from the CPU caches before each timed
+  // run (not timed itself): in a whole model, weights are read once per inference and
+  // rarely still cached (BERT-base has 417 MB of them), while a kernel repeated alone
+  // would find them in L2/L3. Activations stay warm, as they are when the previous
+  // kernel has just written them. x86 only (clflush); elsewhere a no-op.
+  bool flush_weights = true;
+};
+
+struct KernelTiming {
+  bool ok = false;
+  std::string error;  // why it could not be timed (ok == false)
+  double median_us = 0;
+  double p10_us = 0;
+  double p90_us = 0;
+  double min_us = 0;
+  int reps = 0;
+};
+
+// The kernel as a graph of its own (see above). Throws orchid::Error when a tensor lacks a
+// type.
+Graph kernel_graph(const KernelView& kernel);
+
+// Never throws for a kernel the executor cannot run: ok = false with the reason.
+KernelTiming time_kernel(const KernelView& kernel, const KernelTimerOptions& options = {});
+
+}  // namespace orchid

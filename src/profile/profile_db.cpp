@@ -1,0 +1,173 @@
+#include "profile/profile_db.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cost/kernel_signature.hpp"
+#include "util/atomic_file.hpp"
+#include "util/error.hpp"
+
+namespace orchid {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using nlohmann::json;
+
+double number_at(const json& entry, const std::string& path, const std::string& where,
+                 const char* key) {
+  auto it = entry.find(key);
+  if (it == entry.end()) fail("{}: key '{}.{}' is missing", path, where, key);
+  if (!it->is_number()) fail("{}: key '{}.{}' must be a number", path, where, key);
+  return it->get<double>();
+}
+
+// Entries of the file at `path` ({} if it does not exist).
+std::map<std::uint64_t, ProfileEntry> read_entries(const std::string& path,
+                                                   const std::string& device) {
+  std::map<std::uint64_t, ProfileEntry> entries;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return entries;
+  std::ifstream in(path);
+  if (!in) fail("profile database '{}': cannot open it", path);
+  std::stringstream text;
+  text << in.rdbuf();
+  json j;
+  try {
+    j = json::parse(text.str());
+  } catch (const std::exception& e) {
+    fail("profile database '{}' is not valid JSON ({}); delete it or pass another --profile-db",
+         path, e.what());
+  }
+  if (!j.is_object() || j.value("format", "") != "orchid-profile-db") {
+    fail("'{}' is not an orchid profile database (key 'format' must be \"orchid-profile-db\")",
+         path);
+  }
+  if (!j.contains("version") || !j["version"].is_number_integer()) {
+    fail("{}: key 'version' is missing or not an integer", path);
+  }
+  const int version = j["version"].get<int>();
+  if (version != ProfileDb::kFormatVersion) {
+    fail("{}: format version {} (this orchid reads version {}); delete the file to re-profile",
+         path, version, ProfileDb::kFormatVersion);
+  }
+  if (!j.contains("device") || !j["device"].is_string()) {
+    fail("{}: key 'device' is missing or not a string", path);
+  }
+  if (j["device"].get<std::string>() != device) {
+    fail("{}: measurements for device '{}', not '{}'", path, j["device"].get<std::string>(),
+         device);
+  }
+  if (!j.contains("entries") || !j["entries"].is_object()) {
+    fail("{}: key 'entries' is missing or not an object", path);
+  }
+  for (const auto& [key, value] : j["entries"].items()) {
+    const std::string where = "entries." + key;
+    if (key.size() != 16 || key.find_first_not_of("0123456789abcdef") != std::string::npos) {
+      fail("{}: key '{}' is not a 16-digit hex kernel signature", path, where);
+    }
+    if (!value.is_object()) fail("{}: key '{}' must be an object", path, where);
+    ProfileEntry e;
+    e.timer_version = static_cast<int>(number_at(value, path, where, "timer"));
+    e.kernel = value.contains("kernel") && value["kernel"].is_string()
+                   ? value["kernel"].get<std::string>()
+                   : "";
+    if (value.contains("error")) {
+      if (!value["error"].is_string() || value["error"].get<std::string>().empty()) {
+        fail("{}: key '{}.error' must be a non-empty string", path, where);
+      }
+      e.error = value["error"].get<std::string>();
+    } else {
+      e.median_us = number_at(value, path, where, "median_us");
+      e.p10_us = number_at(value, path, where, "p10_us");
+      e.p90_us = number_at(value, path, where, "p90_us");
+      e.reps = static_cast<int>(number_at(value, path, where, "reps"));
+      if (!(e.median_us > 0) || e.reps < 1) {
+        fail("{}: key '{}' needs median_us > 0 and reps >= 1", path, where);
+      }
+    }
+    entries.emplace(std::stoull(key, nullptr, 16), std::move(e));
+  }
+  return entries;
+}
+
+}  // namespace
+
+ProfileDb::ProfileDb(std::string path, std::string device)
+    : path_(std::move(path)), device_(std::move(device)) {}
+
+ProfileDb ProfileDb::open(const std::string& path, const std::string& device) {
+  ProfileDb db(path, device);
+  db.entries_ = read_entries(path, device);
+  return db;
+}
+
+const ProfileEntry* ProfileDb::find(std::uint64_t signature) const {
+  auto it = entries_.find(signature);
+  return it == entries_.end() ? nullptr : &it->second;
+}
+
+void ProfileDb::put(std::uint64_t signature, ProfileEntry entry) {
+  entries_[signature] = std::move(entry);
+  dirty_ = true;
+}
+
+std::string ProfileDb::to_json() const {
+  json entries = json::object();
+  for (const auto& [sig, e] : entries_) {
+    json v;
+    if (e.ok()) {
+      v = {
+          {"median_us", e.median_us}, {"p10_us", e.p10_us}, {"p90_us", e.p90_us}, {"reps", e.reps}};
+    } else {
+      v["error"] = e.error;
+    }
+    v["timer"] = e.timer_version;
+    v["kernel"] = e.kernel;
+    entries[signature_hex(sig)] = std::move(v);
+  }
+  json j = {{"format", "orchid-profile-db"},
+            {"version", kFormatVersion},
+            {"device", device_},
+            {"entries", std::move(entries)}};
+  return j.dump(1) + "\n";
+}
+
+void ProfileDb::save() {
+  const fs::path parent = fs::path(path_).parent_path();
+  if (!parent.empty()) {
+    std::error_code ec;
+    fs::create_directories(parent, ec);
+    if (ec)
+      fail("profile database '{}': cannot create folder '{}': {}", path_, parent.string(),
+           ec.message());
+  }
+  // Keep what other runs saved since we read the file; our entries win.
+  for (auto& [sig, e] : read_entries(path_, device_)) entries_.emplace(sig, std::move(e));
+  write_file_atomically(path_, to_json());
+  dirty_ = false;
+}
+
+std::string default_profile_db_path(const std::string& device) {
+  std::string safe = device;
+  for (char& c : safe) {
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                       c == '-' || c == '_' || c == '.';
+    if (!plain) c = '_';
+  }
+  const std::string file = "profile-" + safe + ".json";
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  if (xdg && *xdg) return (fs::path(xdg) / "orchid" / file).string();
+  const char* home = std::getenv("HOME");
+  if (home && *home) return (fs::path(home) / ".cache" / "orchid" / file).string();
+  fail(
+      "no place for the profile database: neither XDG_CACHE_HOME nor HOME is set; pass "
+      "--profile-db PATH");
+}
+
+}  // namespace orchid

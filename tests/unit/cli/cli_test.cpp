@@ -1,0 +1,154 @@
+// The `orchid` binary as a user runs it: exit codes, one-line errors, outputs on disk.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "ir/npy.hpp"
+
+namespace fs = std::filesystem;
+
+namespace orchid {
+namespace {
+
+struct Result {
+  int code;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+Result run_cli(const std::string& args) {
+  // One file per process and call: ctest runs the Cli tests in parallel processes.
+  static int calls = 0;
+  const fs::path err_file =
+      fs::temp_directory_path() / ("orchid_cli_test_stderr_" + std::to_string(getpid()) + "_" +
+                                   std::to_string(++calls) + ".txt");
+  const std::string cmd = std::string(ORCHID_BINARY) + " " + args + " 2>" + err_file.string();
+  Result r{0, "", ""};
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf{};
+  while (fgets(buf.data(), buf.size(), pipe)) r.out += buf.data();
+  const int status = pclose(pipe);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  FILE* f = fopen(err_file.c_str(), "r");
+  if (f) {
+    while (fgets(buf.data(), buf.size(), f)) r.err += buf.data();
+    fclose(f);
+  }
+  std::error_code ec;
+  fs::remove(err_file, ec);
+  return r;
+}
+
+std::string model(const std::string& name) {
+  return std::string(ORCHID_MODELS_DIR) + "/" + name + ".onnx";
+}
+
+TEST(Cli, VersionAndHelp) {
+  EXPECT_EQ(run_cli("--version").code, 0);
+  EXPECT_NE(run_cli("--version").out.find("orchid"), std::string::npos);
+  for (const char* sub : {"", "inspect ", "run ", "materialize "}) {
+    const Result r = run_cli(std::string(sub) + "--help");
+    EXPECT_EQ(r.code, 0) << sub;
+    EXPECT_NE(r.out.find("Usage"), std::string::npos) << sub;
+  }
+}
+
+TEST(Cli, InspectPrintsSummary) {
+  const Result r = run_cli("inspect " + model("tiny_conv"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* key : {"input", "output", "parameters", "FLOPs", "Conv", "nodes"}) {
+    EXPECT_NE(r.out.find(key), std::string::npos) << key << "\n" << r.out;
+  }
+}
+
+TEST(Cli, RunSavesOutputsAsNpy) {
+  const fs::path dir = fs::temp_directory_path() / "orchid_cli_run";
+  fs::remove_all(dir);
+  const Result r =
+      run_cli("run " + model("tiny_mlp") + " --seed 3 --repeat 2 --save-outputs " + dir.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("median"), std::string::npos);
+  const Tensor probs = read_npy((dir / "probs.npy").string());
+  EXPECT_EQ(probs.shape(), (Shape{4, 10}));
+  // Same seed, same outputs; a given input file replaces the random one.
+  write_npy((dir / "x.npy").string(), Tensor(DType::F32, {4, 16}));
+  const fs::path dir2 = fs::temp_directory_path() / "orchid_cli_run2";
+  ASSERT_EQ(run_cli("run " + model("tiny_mlp") + " --input x=" + (dir / "x.npy").string() +
+                    " --save-outputs " + dir2.string())
+                .code,
+            0);
+  EXPECT_NE(read_npy((dir2 / "probs.npy").string()), probs);
+}
+
+TEST(Cli, ErrorsAreOneLineAndNonZero) {
+  const Result missing = run_cli("inspect /nonexistent/model.onnx");
+  EXPECT_NE(missing.code, 0);
+  EXPECT_NE(missing.err.find("/nonexistent/model.onnx"), std::string::npos) << missing.err;
+  EXPECT_EQ(std::count(missing.err.begin(), missing.err.end(), '\n'), 1) << missing.err;
+
+  const Result bad_input = run_cli("run " + model("tiny_mlp") + " --input nosuch=x.npy");
+  EXPECT_NE(bad_input.code, 0);
+  EXPECT_NE(bad_input.err.find("nosuch"), std::string::npos) << bad_input.err;
+
+  const Result wrong_shape = run_cli("run " + model("tiny_mlp") + " --shape x=4x17");
+  EXPECT_NE(wrong_shape.code, 0);
+  EXPECT_NE(wrong_shape.err.find("MatMul"), std::string::npos) << wrong_shape.err;
+
+  EXPECT_NE(run_cli("frobnicate").code, 0);
+  EXPECT_NE(run_cli("run").code, 0);  // missing model argument
+}
+
+TEST(Cli, DetectionModelRunsButIsNotOrchestrated) {
+  // ssdlite320's NMS makes output sizes data-dependent: the reference interpreter runs
+  // it, orchestration and the plan executor refuse it in one line naming file and node.
+  const Result inspect = run_cli("inspect " + model("ssdlite320"));
+  ASSERT_EQ(inspect.code, 0) << inspect.err;
+  EXPECT_NE(inspect.out.find("data-dependent output shapes"), std::string::npos) << inspect.out;
+  const Result run = run_cli("run " + model("ssdlite320"));
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.out.find("output   boxes  f32 20x4"), std::string::npos) << run.out;
+  for (const char* command : {"orchestrate ", "run --device cpu "}) {
+    const Result refused = run_cli(command + model("ssdlite320"));
+    EXPECT_NE(refused.code, 0) << command;
+    EXPECT_EQ(std::count(refused.err.begin(), refused.err.end(), '\n'), 1) << refused.err;
+    for (const char* part : {"ssdlite320.onnx", "static shapes", "NonZero node"}) {
+      EXPECT_NE(refused.err.find(part), std::string::npos) << part << ": " << refused.err;
+    }
+  }
+}
+
+// Configs are found through --config-dir, then $ORCHID_CONFIG_DIR, then the installed
+// share directory, then the source tree (a development fallback).
+TEST(Cli, ConfigRootsFromFlagAndEnvironment) {
+  const fs::path root =
+      fs::temp_directory_path() / ("orchid_cli_configs_" + std::to_string(getpid()));
+  fs::create_directories(root / "devices");
+  fs::copy_file(fs::path(ORCHID_SOURCE_DIR) / "configs" / "devices" / "a100.toml",
+                root / "devices" / "mygpu.toml", fs::copy_options::overwrite_existing);
+  const std::string orchestrate = "orchestrate " + model("tiny_mlp") + " --device mygpu";
+  const Result unknown = run_cli(orchestrate);
+  EXPECT_EQ(unknown.code, 1);
+  EXPECT_NE(unknown.err.find("orchid: error: unknown device 'mygpu'"), std::string::npos)
+      << unknown.err;
+  const Result by_flag = run_cli(orchestrate + " --config-dir " + root.string());
+  EXPECT_EQ(by_flag.code, 0) << by_flag.err;
+  const Result flag_first = run_cli("--config-dir " + root.string() + " " + orchestrate);
+  EXPECT_EQ(flag_first.code, 0) << flag_first.err;
+  const std::string env_cmd = "env ORCHID_CONFIG_DIR=" + root.string() + " " +
+                              std::string(ORCHID_BINARY) + " " + orchestrate + " >/dev/null 2>&1";
+  EXPECT_EQ(std::system(env_cmd.c_str()), 0);
+  // The source tree still supplies what the extra root lacks.
+  EXPECT_EQ(
+      run_cli("orchestrate " + model("tiny_mlp") + " --device a100 --config-dir " + root.string())
+          .code,
+      0);
+  fs::remove_all(root);
+}
+
+}  // namespace
+}  // namespace orchid

@@ -1,0 +1,172 @@
+// Evaluator on hand-made DAGs (exact makespans), GA determinism, H2H reproduction.
+#include <gtest/gtest.h>
+
+#include "mapping/baselines.hpp"
+#include "mapping/evaluator.hpp"
+#include "mapping/genetic_search.hpp"
+#include "test_config_roots.hpp"
+
+namespace orchid::mapping {
+namespace {
+
+const std::string kRoot = ORCHID_SOURCE_DIR;
+
+System small_system(bool overlap = false) {
+  System s =
+      parse_system("name = \"t\"\ndesign_library = \"" + kRoot +
+                       "/configs/designs/fpga_library.toml\"\n"
+                       "designs = [\"cnn_acc_7\", \"fc_acc_ese\"]\n[devices]\nfpga = 4\n"
+                       "[bandwidth]\nintra_group_gbs = 4\ninter_group_gbs = 2\nhost_gbs = 1\n",
+                   "t.toml");
+  s.overlap = overlap;
+  return s;
+}
+
+// A -> B -> D, A -> C -> D with cheap layers of known element counts.
+Workload diamond() {
+  Workload w;
+  w.name = "diamond";
+  for (int i = 0; i < 4; ++i) {
+    Layer l;
+    l.name = std::string(1, static_cast<char>('A' + i));
+    l.kind = LayerKind::Cheap;
+    l.elems = 1000 * (i + 1);
+    w.layers.push_back(l);
+  }
+  w.layers[1].preds = {0};
+  w.layers[2].preds = {0};
+  w.layers[3].preds = {1, 2};
+  w.link();
+  return w;
+}
+
+TEST(MappingEvaluator, DiamondOnTwoGroupsHasTheHandComputedMakespan) {
+  const System sys = small_system();
+  const Workload w = diamond();
+  const Evaluator ev(w, sys);
+  Mapping m;
+  m.groups = {{0, 1, 0}, {1, 1, 1}};
+  m.group_of = {0, 0, 1, 0};
+  m.strategy.assign(4, Strategy::None);
+  auto c = [&](int l, int g) {
+    return ev.compute_seconds(l, m.groups[g].design, 1, Strategy::None);
+  };
+  const double in_a = 1000 * 4 / 1e9;  // model input over the host link (1 GB/s)
+  const double fa = in_a + c(0, 0);
+  const double fb = fa + c(1, 0);
+  const double fc = fa + 1000 * 4 / 2e9 + c(2, 1);  // A's output to group 1 at 2 GB/s
+  const double rd = std::max(fb, fc + 3000 * 4 / 2e9);
+  const double fd = rd + c(3, 0);
+  const double expected = fd + 4000 * 4 / 1e9;  // final output to the host
+  EXPECT_DOUBLE_EQ(ev.makespan(m), expected);
+  const Schedule s = ev.schedule(m);
+  EXPECT_DOUBLE_EQ(s.makespan, expected);
+  EXPECT_DOUBLE_EQ(s.finish[3], fd);
+  EXPECT_EQ(s.devices[0].size(), 3u);
+  EXPECT_EQ(s.devices[1].size(), 1u);
+}
+
+TEST(MappingEvaluator, ShardedChainChargesReshardAndWeights) {
+  const System sys = small_system();
+  Workload w;
+  w.name = "chain";
+  Layer a;
+  a.name = "fc1";
+  a.kind = LayerKind::Fc;
+  a.m = 256, a.n = 256, a.k = 1, a.batch = 4;
+  Layer b = a;
+  b.name = "fc2";
+  b.preds = {0};
+  w.layers = {a, b};
+  w.link();
+  const Evaluator ev(w, sys);
+  Mapping m;
+  m.groups = {{1, 4, 0}};
+  m.group_of = {0, 0};
+  m.strategy = {Strategy::Batch, Strategy::OutChannel};
+  const double in = 256.0 * 4 * 4 / 1e9;
+  const double f1 = in + ev.compute_seconds(0, 1, 4, Strategy::Batch);
+  // Batch-split output -> replicated input of the out-channel layer: ring all-gather.
+  const double gather = ring_all_gather_seconds(256.0 * 4 * 4, 4, 4);
+  const double f2 = f1 + gather + ev.compute_seconds(1, 1, 4, Strategy::OutChannel);
+  EXPECT_DOUBLE_EQ(ev.makespan(m), f2 + 256.0 * 4 * 4 / 1e9);
+  // With overlap the collective hides behind the compute when shorter.
+  const System ov = small_system(true);
+  const Evaluator ev2(w, ov);
+  const double c2 = ev2.compute_seconds(1, 1, 4, Strategy::OutChannel);
+  EXPECT_DOUBLE_EQ(ev2.makespan(m), f1 + std::max(c2, gather) + 256.0 * 4 * 4 / 1e9);
+}
+
+TEST(MappingEvaluator, UnsupportedLayerIsInfeasible) {
+  const System sys = small_system();
+  Workload w;
+  w.name = "lstm";
+  Layer l;
+  l.name = "rnn";
+  l.kind = LayerKind::Lstm;
+  l.hidden = 8, l.dimen = 8, l.iter = 2;
+  w.layers = {l};
+  w.link();
+  const Evaluator ev(w, sys);
+  Mapping m{{{0, 1, 0}}, {0}, {Strategy::None}};
+  const Schedule s = ev.schedule(m);
+  EXPECT_FALSE(s.feasible);
+  EXPECT_NE(s.problem.find("rnn"), std::string::npos);
+  EXPECT_GE(s.makespan, kInfeasible);
+}
+
+TEST(MappingSearch, SameSeedSamePlanOnAnyThreadCount) {
+  const System sys = load_system(kRoot + "/configs/systems/fpga4.toml");
+  const Workload w = load_workload("mmmt_case2", 1, test::source_configs());
+  const Evaluator ev(w, sys);
+  SearchOptions o;
+  o.seed = 7;
+  o.population = 12;
+  o.generations = 6;
+  o.inner_population = 6;
+  o.inner_generations = 3;
+  o.threads = 1;
+  const SearchResult a = genetic_search(ev, o);
+  o.threads = 2;
+  int lines = 0;
+  const SearchResult b = genetic_search(ev, o, [&](const std::string&) { ++lines; });
+  EXPECT_EQ(a.latency, b.latency);
+  EXPECT_EQ(a.mapping.group_of, b.mapping.group_of);
+  EXPECT_EQ(a.mapping.strategy, b.mapping.strategy);
+  EXPECT_EQ(lines, b.generations);
+  EXPECT_DOUBLE_EQ(ev.makespan(b.mapping), b.latency);
+  EXPECT_GE(b.latency, ev.lower_bound());
+  // The search is never worse than the baselines' best seed-like plan on this case.
+  EXPECT_LT(b.latency, h2h_baseline(ev).result.latency);
+}
+
+TEST(MappingH2H, ReproducesThePublicCodeOnItsExample) {
+  const System sys = load_system(kRoot + "/configs/systems/h2h_example.toml");
+  const Workload w = load_workload("h2h_example", 1, test::source_configs());
+  ASSERT_EQ(w.layers.size(), 42u);
+  const Evaluator ev(w, sys);
+  const H2HResult r = h2h_baseline(ev);
+  // Printed by xyzxinyizhang/H2H Mapper/MapperH2H.py (steps 1, 2, 3 and 4).
+  const double python[4] = {0.6738479687756331, 0.6317179463756327, 0.5245420103756329,
+                            0.5245420103756329};
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(r.step_makespan[i], python[i], python[i] * 1e-3) << i;
+}
+
+TEST(MappingH2H, StepsNeverIncreaseTheMakespanOnAMultiDeviceCase) {
+  const System sys = load_system(kRoot + "/configs/systems/fpga4.toml");
+  const Workload w = load_workload("mmmt_case6", 1, test::source_configs());
+  const Evaluator ev(w, sys);
+  const H2HResult r = h2h_baseline(ev);
+  ASSERT_TRUE(r.result.available) << r.result.note;
+  EXPECT_LE(r.step_makespan[1], r.step_makespan[0] * (1 + 1e-12));
+  EXPECT_LE(r.step_makespan[2], r.step_makespan[1] * (1 + 1e-12));
+  EXPECT_LE(r.step_makespan[3], r.step_makespan[2] * (1 + 1e-12));
+  for (std::size_t l = 0; l < w.layers.size(); ++l) {
+    for (int u : w.layers[l].preds) EXPECT_GE(r.start[l], r.end[u] - 1e-15);
+  }
+  EXPECT_TRUE(data_parallel_baseline(ev).note.find("no single design") != std::string::npos);
+  EXPECT_TRUE(greedy_baseline(ev).available);
+}
+
+}  // namespace
+}  // namespace orchid::mapping

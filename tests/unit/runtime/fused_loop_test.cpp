@@ -1,0 +1,270 @@
+// Fused loops against the reference interpreter on small hand-made runs: row programs
+// (softmax, layer norm with broadcast weights), data movement on inputs (transposed
+// loads) and on results (transposed stores), plus the runs a loop must refuse. Outputs
+// must match within |a - b| <= 1e-5 + 1e-5 * |b| (float math vs the reference's double).
+// Also checks that executing a plan allocates nothing in steady state.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <new>
+
+#include "cost/cost_model.hpp"
+#include "eval/random_inputs.hpp"
+#include "eval/reference_interpreter.hpp"
+#include "ir/op_registry.hpp"
+#include "orchestrate/orchestrator.hpp"
+#include "passes/load_model.hpp"
+#include "runtime/fused/fused_loop.hpp"
+#include "runtime/plan_executor.hpp"
+#include "test_config_roots.hpp"
+
+namespace {
+std::atomic<bool> g_counting{false};
+std::atomic<long> g_allocations{0};
+}  // namespace
+
+// Counts heap allocations while g_counting is set (the whole test binary uses these).
+void* operator new(std::size_t n) {
+  if (g_counting.load(std::memory_order_relaxed)) ++g_allocations;
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+// GCC cannot see that the replaced operator new above is malloc-based.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
+// The nothrow forms too (std::stable_sort's buffer): under AddressSanitizer, whose own
+// nothrow new would otherwise allocate what the free() above releases.
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  if (g_counting.load(std::memory_order_relaxed)) ++g_allocations;
+  return std::malloc(n ? n : 1);
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+#pragma GCC diagnostic pop
+
+namespace orchid {
+namespace {
+
+struct NodeSpec {
+  std::string op;
+  std::vector<std::string> inputs, outputs;
+  std::map<std::string, Attribute> attributes = {};
+};
+
+// A typed graph of `nodes`; `inputs` are graph inputs (random values), `constants`
+// weights; the outputs are `outputs`.
+Graph make_graph(const std::vector<std::pair<std::string, Shape>>& inputs,
+                 const std::vector<std::pair<std::string, Tensor>>& constants,
+                 const std::vector<NodeSpec>& nodes, const std::vector<std::string>& outputs) {
+  Graph g;
+  g.name = "fused_loop_test";
+  g.opset = 17;
+  for (const auto& [name, shape] : inputs) {
+    g.set_type(name, DType::F32, shape);
+    g.inputs.push_back(name);
+  }
+  for (const auto& [name, value] : constants) g.set_constant(name, value);
+  int i = 0;
+  for (const auto& spec : nodes) {
+    Node n;
+    n.name = "n" + std::to_string(i++);
+    n.op_type = spec.op;
+    n.inputs = spec.inputs;
+    n.outputs = spec.outputs;
+    n.attributes = spec.attributes;
+    g.nodes.push_back(std::move(n));
+  }
+  g.outputs = outputs;
+  infer_shapes(g);
+  g.validate();
+  return g;
+}
+
+Tensor f32(Shape shape, std::vector<float> v) {
+  return Tensor::from_vector<float>(std::move(shape), v);
+}
+Tensor i64(Shape shape, std::vector<std::int64_t> v) {
+  return Tensor::from_vector<std::int64_t>(std::move(shape), v);
+}
+
+// Compiles every node of `g` as one loop (asserting it compiles), runs it and compares
+// each graph output with the reference interpreter.
+void expect_loop_matches(const Graph& g, std::int64_t want_cols) {
+  std::vector<std::size_t> nodes;
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) nodes.push_back(i);
+  const std::set<std::string> needed(g.outputs.begin(), g.outputs.end());
+  std::string why;
+  auto loop = FusedLoop::compile(g, nodes, needed, &why);
+  ASSERT_TRUE(loop) << why;
+  EXPECT_EQ(loop->cols(), want_cols);
+  const TensorMap feed = make_random_inputs(g, 7);
+  const TensorMap want = ReferenceInterpreter(g).run(feed);
+  std::vector<const std::byte*> reads;
+  for (const auto& t : loop->reads()) {
+    reads.push_back(g.is_constant(t) ? g.tensor(t).data->raw() : feed.at(t).raw());
+  }
+  TensorMap got;
+  std::vector<std::byte*> writes;
+  for (const auto& t : loop->writes()) {
+    got[t] = Tensor(DType::F32, g.tensor(t).shape);
+    writes.push_back(got[t].raw());
+  }
+  for (int round = 0; round < 2; ++round) loop->run(reads, writes);
+  for (const auto& out : g.outputs) {
+    const Tensor& a = got.at(out);
+    const Tensor& b = want.at(out);
+    ASSERT_EQ(a.shape(), b.shape());
+    for (std::int64_t i = 0; i < b.numel(); ++i) {
+      const double x = a.get_as_double(i), y = b.get_as_double(i);
+      ASSERT_LE(std::fabs(x - y), 1e-5 + 1e-5 * std::fabs(y)) << out << "[" << i << "]";
+    }
+  }
+}
+
+Graph softmax_graph() {
+  return make_graph({{"x", {2, 3, 40}}}, {{"ax", i64({1}, {-1})}},
+                    {{"ReduceMax", {"x"}, {"m"}, {{"axes", std::vector<std::int64_t>{-1}}}},
+                     {"Sub", {"x", "m"}, {"d"}},
+                     {"Exp", {"d"}, {"e"}},
+                     {"ReduceSum", {"e", "ax"}, {"s"}},
+                     {"Div", {"e", "s"}, {"y"}}},
+                    {"y"});
+}
+
+TEST(FusedLoop, Softmax) {
+  expect_loop_matches(softmax_graph(), 40);
+}
+
+TEST(FusedLoop, LayerNormWithBroadcastWeightsAndRowOutput) {
+  std::vector<float> gamma(16), beta(16);
+  for (int i = 0; i < 16; ++i) {
+    gamma[i] = 0.5f + 0.1f * static_cast<float>(i);
+    beta[i] = -0.2f * static_cast<float>(i);
+  }
+  const Graph g = make_graph(
+      {{"x", {5, 16}}},
+      {{"eps", f32({}, {1e-5f})}, {"gamma", f32({16}, gamma)}, {"beta", f32({16}, beta)}},
+      {{"ReduceMean", {"x"}, {"mu"}, {{"axes", std::vector<std::int64_t>{1}}}},
+       {"Sub", {"x", "mu"}, {"d"}},
+       {"Mul", {"d", "d"}, {"d2"}},
+       {"ReduceMean", {"d2"}, {"var"}, {{"axes", std::vector<std::int64_t>{1}}}},
+       {"Add", {"var", "eps"}, {"ve"}},
+       {"Sqrt", {"ve"}, {"std"}},
+       {"Div", {"d", "std"}, {"n"}},
+       {"Mul", {"n", "gamma"}, {"g"}},
+       {"Add", {"g", "beta"}, {"y"}}},
+      {"y", "std"});
+  expect_loop_matches(g, 16);
+}
+
+TEST(FusedLoop, TransposedInputIsAnIndexMappedLoad) {
+  // Layer norm over the channels of an NCHW tensor read through a Transpose.
+  const Graph g =
+      make_graph({{"x", {1, 8, 3, 5}}}, {},
+                 {{"Transpose", {"x"}, {"t"}, {{"perm", std::vector<std::int64_t>{0, 2, 3, 1}}}},
+                  {"ReduceMean", {"t"}, {"mu"}, {{"axes", std::vector<std::int64_t>{-1}}}},
+                  {"Sub", {"t", "mu"}, {"y"}}},
+                 {"y"});
+  expect_loop_matches(g, 8);
+}
+
+TEST(FusedLoop, TransposedResultIsAScatteredStore) {
+  // Bias add, then the attention head split: Reshape (free) + Transpose (scatter).
+  std::vector<float> bias(24);
+  for (int i = 0; i < 24; ++i) bias[i] = static_cast<float>(i);
+  const Graph g =
+      make_graph({{"x", {1, 6, 24}}}, {{"b", f32({24}, bias)}, {"shape", i64({4}, {1, 6, 4, 6})}},
+                 {{"Add", {"x", "b"}, {"a"}},
+                  {"Reshape", {"a", "shape"}, {"r"}},
+                  {"Transpose", {"r"}, {"y"}, {{"perm", std::vector<std::int64_t>{0, 2, 1, 3}}}}},
+                 {"y"});
+  expect_loop_matches(g, 24 * 6);
+}
+
+TEST(FusedLoop, PureDataMovementIsAGather) {
+  const Graph g =
+      make_graph({{"x", {2, 3, 70}}},
+                 {{"starts", i64({1}, {1})}, {"ends", i64({1}, {3})}, {"axes", i64({1}, {1})}},
+                 {{"Transpose", {"x"}, {"t"}, {{"perm", std::vector<std::int64_t>{1, 0, 2}}}},
+                  {"Slice", {"t", "starts", "ends", "axes"}, {"y"}}},
+                 {"y"});
+  expect_loop_matches(g, 70);
+}
+
+TEST(FusedLoop, RefusesWhatItCannotExpress) {
+  std::string why;
+  // A reduction over a leading axis is not a row program.
+  const Graph lead =
+      make_graph({{"x", {4, 6}}}, {},
+                 {{"ReduceMean", {"x"}, {"m"}, {{"axes", std::vector<std::int64_t>{0}}}},
+                  {"Sub", {"x", "m"}, {"y"}}},
+                 {"y"});
+  EXPECT_FALSE(FusedLoop::compile(lead, {0, 1}, {"y"}, &why));
+  EXPECT_NE(why.find("not trailing"), std::string::npos) << why;
+  // Reductions over rows of different lengths cannot share one domain.
+  const Graph two =
+      make_graph({{"x", {4, 6}}}, {},
+                 {{"ReduceMean", {"x"}, {"m"}, {{"axes", std::vector<std::int64_t>{1}}}},
+                  {"ReduceMean", {"x"}, {"all"}, {{"axes", std::vector<std::int64_t>{0, 1}}}}},
+                 {"m", "all"});
+  EXPECT_FALSE(FusedLoop::compile(two, {0, 1}, {"m", "all"}, &why));
+  // Ops with no fused form (pooling) are refused with their name.
+  Graph pool = make_graph(
+      {{"x", {1, 2, 4, 4}}}, {},
+      {{"MaxPool", {"x"}, {"y"}, {{"kernel_shape", std::vector<std::int64_t>{2, 2}}}}}, {"y"});
+  EXPECT_FALSE(FusedLoop::compile(pool, {0}, {"y"}, &why));
+  EXPECT_NE(why.find("MaxPool"), std::string::npos) << why;
+}
+
+TEST(PlanExecutorSteadyState, ExecuteAllocatesNothingOutsideOneDnn) {
+  // A model without linear ops, all of whose kernels are fused loops. (oneDNN builds a
+  // small argument map inside every primitive execution, and the reference kernels that
+  // remain for pooling / Pad / Resize / Concat keep small index vectors, so plans with
+  // those allocate there; the executor and its fused loops do not.)
+  std::vector<float> gamma(40, 1.5f);
+  const Graph g = make_graph(
+      {{"x", {2, 3, 40}}},
+      {{"ax", i64({1}, {-1})}, {"gamma", f32({40}, gamma)}, {"pads", i64({6}, {0, 0, 1, 0, 0, 1})}},
+      {{"ReduceMax", {"x"}, {"m"}, {{"axes", std::vector<std::int64_t>{-1}}}},
+       {"Sub", {"x", "m"}, {"d"}},
+       {"Exp", {"d"}, {"e"}},
+       {"ReduceSum", {"e", "ax"}, {"s"}},
+       {"Div", {"e", "s"}, {"p"}},
+       {"Mul", {"p", "gamma"}, {"q"}},
+       {"Transpose", {"q"}, {"y"}, {{"perm", std::vector<std::int64_t>{0, 2, 1}}}}},
+      {"y"});
+  const auto cost_model = make_analytic_cost_model(load_device_spec("cpu", test::source_configs()));
+  const Orchestration o = orchestrate(g, *cost_model);
+  const TensorMap feed = make_random_inputs(g, 0);
+  const TensorMap want = ReferenceInterpreter(g).run(feed);
+  for (const Plan* plan : {&o.optimal, &o.greedy, &o.operator_level, &o.per_primitive}) {
+    PlanExecutor executor(o.fission.graph, *plan, o.fission.alternatives);
+    executor.execute(feed);
+    g_allocations = 0;
+    g_counting = true;
+    for (int i = 0; i < 3; ++i) executor.execute(feed);
+    g_counting = false;
+    EXPECT_EQ(g_allocations.load(), 0) << plan->kind;
+    EXPECT_GT(executor.stats().fused_loops, 0u) << plan->kind;
+    const TensorMap got = executor.outputs();
+    const Tensor& a = got.at("y");
+    const Tensor& b = want.at("y");
+    for (std::int64_t i = 0; i < b.numel(); ++i) {
+      ASSERT_NEAR(a.get_as_double(i), b.get_as_double(i),
+                  1e-5 + 1e-5 * std::fabs(b.get_as_double(i)));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace orchid

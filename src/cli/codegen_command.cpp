@@ -28,7 +28,8 @@ void run_codegen(const CodegenOptions& options) {
   const codegen::Target target = codegen::parse_target(options.target);
   const LoadedModel loaded = load_model(options.model.model, options.model.import_options());
   loaded.graph.require_static_shapes(fmt::format("'{}': code generation", options.model.model));
-  const auto cost_model = make_analytic_cost_model(load_device_spec(options.device, config_roots()));
+  const auto cost_model =
+      make_analytic_cost_model(load_device_spec(options.device, config_roots()));
   const Orchestration o = orchestrate(loaded.graph, *cost_model, OrchestrateOptions{});
   const Plan& plan = plan_of_kind(o, options.plan_kind);
   const codegen::DeviceProgram program =

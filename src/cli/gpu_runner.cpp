@@ -84,8 +84,7 @@ std::string GpuPlanRunner::describe_kernel(std::size_t k) const {
   std::string out;
   for (const auto& l : impl_->program.launches) {
     if (l.plan_kernel != k) continue;
-    out += fmt::format("{}{} ({}, {} blocks)", out.empty() ? "" : " | ", l.ops, l.family,
-                       l.groups);
+    out += fmt::format("{}{} ({}, {} blocks)", out.empty() ? "" : " | ", l.ops, l.family, l.groups);
   }
   return out;
 }
@@ -94,7 +93,8 @@ std::string GpuPlanRunner::summary() const {
   std::map<std::string, int> families;
   for (const auto& l : impl_->program.launches) ++families[l.family];
   std::string hist;
-  for (const auto& [f, n] : families) hist += fmt::format("{}{} {}", hist.empty() ? "" : ", ", f, n);
+  for (const auto& [f, n] : families)
+    hist += fmt::format("{}{} {}", hist.empty() ? "" : ", ", f, n);
   const std::string name = impl_->cuda ? impl_->cuda->device_name() : impl_->opencl->device_name();
   return fmt::format("{} on {}: {} plan kernels as {} device kernels ({})", impl_->device, name,
                      impl_->program.plan_kernels, impl_->program.launches.size(), hist);

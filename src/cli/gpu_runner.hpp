@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "eval/reference_interpreter.hpp"
 #include "ir/graph.hpp"
 #include "orchestrate/plan.hpp"
-#include "eval/reference_interpreter.hpp"
 
 namespace orchid::cli {
 

@@ -36,10 +36,10 @@ struct RunOptions {
   std::uint64_t seed = 0;
   std::string save_outputs;
   int repeat = 1;
-  std::string device;  // "cpu": orchestrate with the cpu cost model, run the optimal plan;
-                       // "opencl" / "cuda": run it as generated device code (src/codegen)
+  std::string device;        // "cpu": orchestrate with the cpu cost model, run the optimal plan;
+                             // "opencl" / "cuda": run it as generated device code (src/codegen)
   std::string device_model;  // with opencl/cuda: the device spec to orchestrate for
-  std::string plan;    // a plan JSON from `orchid orchestrate --json`
+  std::string plan;          // a plan JSON from `orchid orchestrate --json`
   std::string plan_kind = "optimal";  // with --device: which plan to execute
   CostCliOptions cost;                // with --device: --profile, --profile-db
   int kernel_times = 0;               // with a plan: list this many slowest kernels
@@ -199,8 +199,7 @@ void run(const RunOptions& options) {
     } else {
       const std::string spec =
           gpu ? gpu_device_model(options.device, options.device_model) : std::string("cpu");
-      const auto cost_model =
-          make_cost_model(load_device_spec(spec, config_roots()), options.cost);
+      const auto cost_model = make_cost_model(load_device_spec(spec, config_roots()), options.cost);
       Orchestration o = orchestrate(g, *cost_model, OrchestrateOptions{});
       report_measured_costs(*cost_model, options.cost, options.model.model);
       plan = plan_of_kind(o, options.plan_kind);
@@ -216,26 +215,26 @@ void run(const RunOptions& options) {
       outputs = runner.outputs();
       engine += "; " + runner.summary();
       if (options.kernel_times > 0) {
-        kernel_breakdown = time_kernels(
-            [&] { return runner.execute_timed(feed); },
-            [&](std::size_t k) { return runner.describe_kernel(k); }, options);
+        kernel_breakdown =
+            time_kernels([&] { return runner.execute_timed(feed); },
+                         [&](std::size_t k) { return runner.describe_kernel(k); }, options);
       }
     } else {
-    PlanExecutor executor(fission_result.graph, plan, fission_result.alternatives);
-    executor.execute(feed);  // warm-up
-    for (int r = 0; r < options.repeat; ++r) {
-      const auto start = std::chrono::steady_clock::now();
-      executor.execute(feed);
-      const auto stop = std::chrono::steady_clock::now();
-      times.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
-    }
-    outputs = executor.outputs();
-    stats = executor.stats();
-    if (options.kernel_times > 0) {
-      kernel_breakdown = time_kernels(
-          [&] { return executor.execute_timed(feed); },
-          [&](std::size_t k) { return executor.describe_kernel(k); }, options);
-    }
+      PlanExecutor executor(fission_result.graph, plan, fission_result.alternatives);
+      executor.execute(feed);  // warm-up
+      for (int r = 0; r < options.repeat; ++r) {
+        const auto start = std::chrono::steady_clock::now();
+        executor.execute(feed);
+        const auto stop = std::chrono::steady_clock::now();
+        times.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
+      }
+      outputs = executor.outputs();
+      stats = executor.stats();
+      if (options.kernel_times > 0) {
+        kernel_breakdown =
+            time_kernels([&] { return executor.execute_timed(feed); },
+                         [&](std::size_t k) { return executor.describe_kernel(k); }, options);
+      }
     }
   } else {
     ReferenceInterpreter interpreter(g);

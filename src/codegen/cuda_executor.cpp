@@ -22,16 +22,18 @@ namespace {
 struct Driver {
   void* handle = nullptr;
 #define ORCHID_CU(fn) decltype(&fn) fn##_p = nullptr;
-#define ORCHID_CU_LIST(X)                                                                    \
-  X(cuInit)                                                                                  \
-  X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceGetName) X(cuDeviceGetAttribute)              \
-  X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)               \
-  X(cuCtxSetCurrent) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)            \
-  X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemsetD8)                   \
-  X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamBeginCapture)        \
-  X(cuStreamEndCapture) X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy)         \
-  X(cuGraphDestroy) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)                      \
-  X(cuEventSynchronize) X(cuEventElapsedTime) X(cuLaunchKernel) X(cuGetErrorString)
+#define ORCHID_CU_LIST(X)                                                                         \
+  X(cuInit)                                                                                       \
+  X(cuDeviceGet)                                                                                  \
+  X(cuDeviceGetCount) X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem)              \
+      X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent)                 \
+          X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuMemAlloc) X(cuMemFree) \
+              X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemsetD8) X(cuStreamCreate) X(cuStreamDestroy)  \
+                  X(cuStreamSynchronize) X(cuStreamBeginCapture) X(cuStreamEndCapture)            \
+                      X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy)                \
+                          X(cuGraphDestroy) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)   \
+                              X(cuEventSynchronize) X(cuEventElapsedTime) X(cuLaunchKernel)       \
+                                  X(cuGetErrorString)
   ORCHID_CU_LIST(ORCHID_CU)
 #undef ORCHID_CU
   std::string error;
@@ -42,14 +44,16 @@ struct Driver {
       error = "the NVIDIA driver (libcuda.so.1) is not installed";
       return;
     }
-#define ORCHID_CU(fn)                                                             \
-  fn##_p = reinterpret_cast<decltype(&fn)>(dlsym(handle, ORCHID_STR(fn)));        \
+#define ORCHID_CU(fn)                                                      \
+  fn##_p = reinterpret_cast<decltype(&fn)>(dlsym(handle, ORCHID_STR(fn))); \
   if (!fn##_p && error.empty()) error = "libcuda.so.1 lacks " ORCHID_STR(fn);
     ORCHID_CU_LIST(ORCHID_CU)
 #undef ORCHID_CU
     if (error.empty() && cuInit_p(0) != CUDA_SUCCESS) error = "cuInit failed: no usable CUDA GPU";
   }
-  bool ok() const { return error.empty(); }
+  bool ok() const {
+    return error.empty();
+  }
 };
 
 Driver& driver() {
@@ -189,8 +193,7 @@ struct CudaExecutor::Impl {
   }
 };
 
-CudaExecutor::CudaExecutor(const DeviceProgram& program)
-    : impl_(std::make_unique<Impl>(program)) {}
+CudaExecutor::CudaExecutor(const DeviceProgram& program) : impl_(std::make_unique<Impl>(program)) {}
 
 CudaExecutor::~CudaExecutor() = default;
 

@@ -22,7 +22,7 @@ enum class Region { Arena, Scratch, Weights, Inputs };
 
 // One device kernel launch: `groups` blocks (work-groups) of ORCHID_BLOCK threads.
 struct Launch {
-  std::string name;  // the kernel function in `source`
+  std::string name;    // the kernel function in `source`
   std::string family;  // map, row-reduce, window, matmul, conv, conv-transpose
   std::int64_t groups = 1;
   std::size_t plan_kernel = 0;  // the plan kernel it is part of

@@ -12,15 +12,64 @@ namespace orchid::codegen {
 namespace {
 
 const std::set<std::string>& supported() {
-  static const std::set<std::string> ops = {
-      "Abs",  "Acos",  "Acosh",     "Add",   "And",   "Asin",    "Asinh",  "Atan",
-      "Atanh", "Cast", "CastLike",  "Ceil",  "Celu",  "Clip",    "Cos",    "Cosh",
-      "Div",  "Elu",   "Equal",     "Erf",   "Exp",   "Floor",   "Greater", "GreaterOrEqual",
-      "IsInf", "IsNaN", "LeakyRelu", "Less", "LessOrEqual", "Log", "Max",    "Min",
-      "Mod",  "Mul",   "Neg",       "Not",   "Or",    "PRelu",   "Pow",    "Reciprocal",
-      "Relu", "Round", "Selu",      "Shrink", "Sigmoid", "Sign", "Sin",    "Sinh",
-      "Softplus", "Softsign", "Sqrt", "Sub", "Tan",   "Tanh",    "ThresholdedRelu", "Where",
-      "Xor",  "Identity"};
+  static const std::set<std::string> ops = {"Abs",
+                                            "Acos",
+                                            "Acosh",
+                                            "Add",
+                                            "And",
+                                            "Asin",
+                                            "Asinh",
+                                            "Atan",
+                                            "Atanh",
+                                            "Cast",
+                                            "CastLike",
+                                            "Ceil",
+                                            "Celu",
+                                            "Clip",
+                                            "Cos",
+                                            "Cosh",
+                                            "Div",
+                                            "Elu",
+                                            "Equal",
+                                            "Erf",
+                                            "Exp",
+                                            "Floor",
+                                            "Greater",
+                                            "GreaterOrEqual",
+                                            "IsInf",
+                                            "IsNaN",
+                                            "LeakyRelu",
+                                            "Less",
+                                            "LessOrEqual",
+                                            "Log",
+                                            "Max",
+                                            "Min",
+                                            "Mod",
+                                            "Mul",
+                                            "Neg",
+                                            "Not",
+                                            "Or",
+                                            "PRelu",
+                                            "Pow",
+                                            "Reciprocal",
+                                            "Relu",
+                                            "Round",
+                                            "Selu",
+                                            "Shrink",
+                                            "Sigmoid",
+                                            "Sign",
+                                            "Sin",
+                                            "Sinh",
+                                            "Softplus",
+                                            "Softsign",
+                                            "Sqrt",
+                                            "Sub",
+                                            "Tan",
+                                            "Tanh",
+                                            "ThresholdedRelu",
+                                            "Where",
+                                            "Xor",
+                                            "Identity"};
   return ops;
 }
 
@@ -51,10 +100,10 @@ std::string elementwise_expr(const Node& node, const std::vector<std::string>& a
   auto lit = [&](double v) { return literal(v, floating(out) ? out : DType::F32); };
   // Unary float functions.
   static const std::map<std::string, std::string> unary = {
-      {"Exp", "expf"},   {"Log", "logf"},   {"Sqrt", "sqrtf"}, {"Erf", "erff"},
-      {"Tanh", "tanhf"}, {"Floor", "floorf"}, {"Ceil", "ceilf"}, {"Sin", "sinf"},
-      {"Cos", "cosf"},   {"Tan", "tanf"},   {"Asin", "asinf"}, {"Acos", "acosf"},
-      {"Atan", "atanf"}, {"Sinh", "sinhf"}, {"Cosh", "coshf"}, {"Asinh", "asinhf"},
+      {"Exp", "expf"},     {"Log", "logf"},     {"Sqrt", "sqrtf"}, {"Erf", "erff"},
+      {"Tanh", "tanhf"},   {"Floor", "floorf"}, {"Ceil", "ceilf"}, {"Sin", "sinf"},
+      {"Cos", "cosf"},     {"Tan", "tanf"},     {"Asin", "asinf"}, {"Acos", "acosf"},
+      {"Atan", "atanf"},   {"Sinh", "sinhf"},   {"Cosh", "coshf"}, {"Asinh", "asinhf"},
       {"Acosh", "acoshf"}, {"Atanh", "atanhf"}, {"Round", "rintf"}};
   if (auto it = unary.find(op); it != unary.end()) {
     if (!f && (op == "Floor" || op == "Ceil" || op == "Round")) return a(0);
@@ -68,11 +117,13 @@ std::string elementwise_expr(const Node& node, const std::vector<std::string>& a
   if (op == "Sigmoid") return fmt::format("orchid_sigmoid({})", a(0));
   if (op == "Softplus") return fmt::format("orchid_softplus({})", a(0));
   if (op == "Softsign") return fmt::format("({0} / ({1} + fabsf({0})))", a(0), lit(1));
-  if (op == "Relu") return f ? fmt::format("fmaxf({}, {})", a(0), lit(0))
-                             : fmt::format("({0} > 0 ? {0} : ({1})0)", a(0), T);
+  if (op == "Relu")
+    return f ? fmt::format("fmaxf({}, {})", a(0), lit(0))
+             : fmt::format("({0} > 0 ? {0} : ({1})0)", a(0), T);
   if (op == "Neg") return fmt::format("(-{})", a(0));
-  if (op == "Abs") return f ? fmt::format("fabsf({})", a(0))
-                            : fmt::format("({0} < 0 ? ({1})(-{0}) : {0})", a(0), T);
+  if (op == "Abs")
+    return f ? fmt::format("fabsf({})", a(0))
+             : fmt::format("({0} < 0 ? ({1})(-{0}) : {0})", a(0), T);
   if (op == "Reciprocal") return fmt::format("({} / {})", lit(1), a(0));
   if (op == "Sign") return fmt::format("(({0})(({1} > 0) - ({1} < 0)))", T, a(0));
   if (op == "Not") return fmt::format("((u8)!{})", a(0));
@@ -123,9 +174,11 @@ std::string elementwise_expr(const Node& node, const std::vector<std::string>& a
   if (auto it = arith.find(op); it != arith.end()) {
     return fmt::format("(({}){} {} ({}){})", T, a(0), it->second, T, a(1));
   }
-  static const std::map<std::string, std::string> compare = {
-      {"Equal", "=="}, {"Less", "<"}, {"Greater", ">"}, {"LessOrEqual", "<="},
-      {"GreaterOrEqual", ">="}};
+  static const std::map<std::string, std::string> compare = {{"Equal", "=="},
+                                                             {"Less", "<"},
+                                                             {"Greater", ">"},
+                                                             {"LessOrEqual", "<="},
+                                                             {"GreaterOrEqual", ">="}};
   if (auto it = compare.find(op); it != compare.end()) {
     return fmt::format("((u8)({} {} {}))", a(0), it->second, a(1));
   }

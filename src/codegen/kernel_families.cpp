@@ -41,7 +41,10 @@ std::int64_t write_map(KernelWriter& w, const StageSpec& s) {
   const Shape& space = w.graph().tensor(s.stores.front()).shape;
   const std::int64_t total = shape_numel(space);
   const std::string& I = w.index_type();
-  w.open(fmt::format("for ({0} i = ({0})GROUP_ID * ORCHID_BLOCK + LOCAL_ID; i < {1}; i += ({0})NUM_GROUPS * ORCHID_BLOCK)", I, total));
+  w.open(
+      fmt::format("for ({0} i = ({0})GROUP_ID * ORCHID_BLOCK + LOCAL_ID; i < {1}; i += "
+                  "({0})NUM_GROUPS * ORCHID_BLOCK)",
+                  I, total));
   store_all(w, s.stores, w.delinearize("i", space));
   w.close();
   return capped_groups(ceil_div(total, kBlock));
@@ -57,14 +60,17 @@ ReduceOp reduce_op(const Node& n, DType dtype, std::int64_t count) {
   if (op == "ReduceSum") return {literal(0, dtype), "{0} + {1}", "{0}"};
   if (op == "ReduceMean") {
     if (!f) unsupported("{}: integer ReduceMean has no device code", n.describe());
-    return {literal(0, dtype), "{0} + {1}", fmt::format("{{0}} / {}", literal(static_cast<double>(count), dtype))};
+    return {literal(0, dtype), "{0} + {1}",
+            fmt::format("{{0}} / {}", literal(static_cast<double>(count), dtype))};
   }
   if (op == "ReduceProd") return {literal(1, dtype), "{0} * {1}", "{0}"};
   if (op == "ReduceMax") {
-    return {f ? literal(-INFINITY, dtype) : literal(-9.2e18, dtype), f ? "fmaxf({0}, {1})" : "({0} > {1} ? {0} : {1})", "{0}"};
+    return {f ? literal(-INFINITY, dtype) : literal(-9.2e18, dtype),
+            f ? "fmaxf({0}, {1})" : "({0} > {1} ? {0} : {1})", "{0}"};
   }
   if (op == "ReduceMin") {
-    return {f ? literal(INFINITY, dtype) : literal(9.2e18, dtype), f ? "fminf({0}, {1})" : "({0} < {1} ? {0} : {1})", "{0}"};
+    return {f ? literal(INFINITY, dtype) : literal(9.2e18, dtype),
+            f ? "fminf({0}, {1})" : "({0} < {1} ? {0} : {1})", "{0}"};
   }
   unsupported("{}: no device code for op type '{}'", n.describe(), op);
 }
@@ -159,13 +165,16 @@ std::int64_t write_window(KernelWriter& w, const StageSpec& s) {
   if (n.attr_int("storage_order", 0) != 0 && max) {
     unsupported("{}: storage_order has no device code", n.describe());
   }
-  const WindowGeometry geo = window_geometry(n, {in.begin() + 2, in.end()},
-                                             n.required_ints("kernel_shape"),
-                                             n.attr_int("ceil_mode", 0) != 0);
+  const WindowGeometry geo =
+      window_geometry(n, {in.begin() + 2, in.end()}, n.required_ints("kernel_shape"),
+                      n.attr_int("ceil_mode", 0) != 0);
   const bool include_pad = n.attr_int("count_include_pad", 0) != 0;
   const std::int64_t total = shape_numel(out);
   const std::string& I = w.index_type();
-  w.open(fmt::format("for ({0} i = ({0})GROUP_ID * ORCHID_BLOCK + LOCAL_ID; i < {1}; i += ({0})NUM_GROUPS * ORCHID_BLOCK)", I, total));
+  w.open(
+      fmt::format("for ({0} i = ({0})GROUP_ID * ORCHID_BLOCK + LOCAL_ID; i < {1}; i += "
+                  "({0})NUM_GROUPS * ORCHID_BLOCK)",
+                  I, total));
   const Coords oc = w.delinearize("i", out);
   w.line(fmt::format("float acc = {};", max ? "-ORCHID_INF" : "0.0f"));
   w.line("int count = 0;");
@@ -175,8 +184,8 @@ std::int64_t write_window(KernelWriter& w, const StageSpec& s) {
     const std::string k = fmt::format("k{}", d);
     w.open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", k, geo.kernel[d]));
     const std::string pos = w.fresh("x");
-    w.line(fmt::format("const {} {} = ({}) * {} - {} + {} * {};", I, pos, oc[2 + d],
-                       geo.strides[d], geo.pad_begin[d], k, geo.dilations[d]));
+    w.line(fmt::format("const {} {} = ({}) * {} - {} + {} * {};", I, pos, oc[2 + d], geo.strides[d],
+                       geo.pad_begin[d], k, geo.dilations[d]));
     xc.push_back(pos);
     valid += fmt::format("{}{} >= 0 && {} < {}", valid.empty() ? "" : " && ", pos, pos, in[2 + d]);
     padded += fmt::format("{}{} >= {} && {} < {}", padded.empty() ? "" : " && ", pos,
@@ -238,7 +247,9 @@ std::int64_t write_tiled_gemm(KernelWriter& w, const GemmShape& gs, std::string*
   w.line("BARRIER();");
   w.open("for (int kk = 0; kk < 16; ++kk)");
   w.line("float ra[4], rb[4];");
-  w.line("for (int q = 0; q < 4; ++q) { ra[q] = As[kk * 64 + ty * 4 + q]; rb[q] = Bs[kk * 64 + tx * 4 + q]; }");
+  w.line(
+      "for (int q = 0; q < 4; ++q) { ra[q] = As[kk * 64 + ty * 4 + q]; rb[q] = Bs[kk * 64 + tx * 4 "
+      "+ q]; }");
   w.line("for (int q = 0; q < 16; ++q) acc[q] += ra[q / 4] * rb[q % 4];");
   w.close();
   w.line("BARRIER();");
@@ -324,7 +335,7 @@ std::int64_t write_conv(KernelWriter& w, const StageSpec& s, std::string* shared
   const std::size_t rank = c.geo.rank();
   const std::string& I = w.index_type();
   Shape taps(c.wt.begin() + 1, c.wt.end());  // [cin_g, k...]
-  Shape columns = {c.x[0]};                   // [batch, out spatial...]
+  Shape columns = {c.x[0]};                  // [batch, out spatial...]
   for (std::size_t d = 0; d < rank; ++d) columns.push_back(c.y[2 + d]);
   // Input coordinates of (column n, tap k); `bounds` collects the padding checks.
   auto input_coords = [&](const std::string& grp, const std::string& k, const std::string& n,
@@ -337,8 +348,8 @@ std::int64_t write_conv(KernelWriter& w, const StageSpec& s, std::string* shared
       const std::string p = w.fresh("x");
       w.line(fmt::format("const {} {} = ({}) * {} - {} + ({}) * {};", I, p, nc[1 + d],
                          c.geo.strides[d], c.geo.pad_begin[d], kc[1 + d], c.geo.dilations[d]));
-      *bounds += fmt::format("{}{} >= 0 && {} < {}", bounds->empty() ? "" : " && ", p, p,
-                             c.x[2 + d]);
+      *bounds +=
+          fmt::format("{}{} >= 0 && {} < {}", bounds->empty() ? "" : " && ", p, p, c.x[2 + d]);
       x.push_back(p);
     }
     return x;
@@ -370,11 +381,16 @@ std::int64_t write_conv(KernelWriter& w, const StageSpec& s, std::string* shared
   if (c.cout_g < 16) {
     // Few outputs per group (depthwise): one thread per output, taps in a loop.
     const std::int64_t total = shape_numel(c.y);
-    w.open(fmt::format("for ({0} i = ({0})GROUP_ID * ORCHID_BLOCK + LOCAL_ID; i < {1}; i += ({0})NUM_GROUPS * ORCHID_BLOCK)", I, total));
+    w.open(
+        fmt::format("for ({0} i = ({0})GROUP_ID * ORCHID_BLOCK + LOCAL_ID; i < {1}; i += "
+                    "({0})NUM_GROUPS * ORCHID_BLOCK)",
+                    I, total));
     const Coords yc = w.delinearize("i", c.y);
-    w.line(fmt::format("const {} grp = {} / {}, m = {} % {};", I, yc[1], c.cout_g, yc[1], c.cout_g));
+    w.line(
+        fmt::format("const {} grp = {} / {}, m = {} % {};", I, yc[1], c.cout_g, yc[1], c.cout_g));
     std::string n = yc[0];
-    for (std::size_t d = 0; d < rank; ++d) n = fmt::format("({}) * {} + {}", n, c.y[2 + d], yc[2 + d]);
+    for (std::size_t d = 0; d < rank; ++d)
+      n = fmt::format("({}) * {} + {}", n, c.y[2 + d], yc[2 + d]);
     w.line(fmt::format("const {} col = {};", I, n));
     w.line("float acc = 0.0f;");
     w.open(fmt::format("for ({0} k = 0; k < {1}; ++k)", I, kdim));
@@ -411,12 +427,16 @@ std::int64_t write_conv_transpose(KernelWriter& w, const StageSpec& s) {
   const Graph& g = w.graph();
   const Node& node = *s.roots.front();
   check_f32(g, node);
-  if (node.has_input(2)) unsupported("{}: ConvTranspose bias is split off by fission", node.describe());
+  if (node.has_input(2))
+    unsupported("{}: ConvTranspose bias is split off by fission", node.describe());
   const ConvGeometry c = conv_geometry(g, node, true);
   const std::size_t rank = c.geo.rank();
   const std::string& I = w.index_type();
   const std::int64_t total = shape_numel(c.y);
-  w.open(fmt::format("for ({0} i = ({0})GROUP_ID * ORCHID_BLOCK + LOCAL_ID; i < {1}; i += ({0})NUM_GROUPS * ORCHID_BLOCK)", I, total));
+  w.open(
+      fmt::format("for ({0} i = ({0})GROUP_ID * ORCHID_BLOCK + LOCAL_ID; i < {1}; i += "
+                  "({0})NUM_GROUPS * ORCHID_BLOCK)",
+                  I, total));
   const Coords yc = w.delinearize("i", c.y);
   w.line(fmt::format("const {} grp = {} / {}, m = {} % {};", I, yc[1], c.cout_g, yc[1], c.cout_g));
   w.line("float acc = 0.0f;");
@@ -494,7 +514,8 @@ Shape row_space(const Graph& g, const Node& reduce, std::vector<bool>* reduced) 
   }
   const auto r =
       reduction_util::resolve_reduction_axes(reduce, axes, static_cast<std::int64_t>(in.size()));
-  if (r.noop) unsupported("{}: an empty-axes no-op reduction has no device code", reduce.describe());
+  if (r.noop)
+    unsupported("{}: an empty-axes no-op reduction has no device code", reduce.describe());
   *reduced = r.reduced;
   return in;
 }

@@ -191,7 +191,7 @@ Coords KernelWriter::normalized(const std::string& t, const Coords& coords) cons
   const Shape& shape = env_.graph->tensor(t).shape;
   if (coords.size() < shape.size()) {
     throw std::logic_error(fmt::format("device code: '{}' read with {} coordinates, rank {}", t,
-                                    coords.size(), shape.size()));
+                                       coords.size(), shape.size()));
   }
   Coords c(coords.end() - static_cast<std::ptrdiff_t>(shape.size()), coords.end());
   for (std::size_t d = 0; d < shape.size(); ++d) {
@@ -300,9 +300,8 @@ std::string KernelWriter::layout_value(const Node& node, const Coords& c) {
     return value(x, ci);
   }
   if (op == "Concat") {
-    const auto axis = static_cast<std::size_t>(normalize_axis(node.attr_int("axis", 0),
-                                                              static_cast<std::int64_t>(out.size()),
-                                                              node.describe()));
+    const auto axis = static_cast<std::size_t>(normalize_axis(
+        node.attr_int("axis", 0), static_cast<std::int64_t>(out.size()), node.describe()));
     const DType dtype = g.tensor(node.outputs[0]).dtype;
     const std::string v = fresh("v");
     line(fmt::format("{} {};", c_type(dtype), v));
@@ -339,8 +338,8 @@ std::string KernelWriter::layout_value(const Node& node, const Coords& c) {
     const Coords ic(c.begin() + static_cast<std::ptrdiff_t>(axis),
                     c.begin() + static_cast<std::ptrdiff_t>(axis + ishape.size()));
     const std::string raw = value(node.inputs[1], ic);
-    const std::string idx = index_temp(
-        fmt::format("({0})({1} < 0 ? {1} + {2} : {1})", index_type_, raw, in[axis]));
+    const std::string idx =
+        index_temp(fmt::format("({0})({1} < 0 ? {1} + {2} : {1})", index_type_, raw, in[axis]));
     Coords ci;
     for (std::size_t d = 0; d < axis; ++d) ci.push_back(c[d]);
     ci.push_back(idx);
@@ -352,8 +351,8 @@ std::string KernelWriter::layout_value(const Node& node, const Coords& c) {
         node.attr_int("axis", 0), static_cast<std::int64_t>(in.size()), node.describe()));
     const std::string raw = value(node.inputs[1], c);
     Coords ci = c;
-    ci[axis] = index_temp(
-        fmt::format("({0})({1} < 0 ? {1} + {2} : {1})", index_type_, raw, in[axis]));
+    ci[axis] =
+        index_temp(fmt::format("({0})({1} < 0 ? {1} + {2} : {1})", index_type_, raw, in[axis]));
     return value(x, ci);
   }
   if (op == "Resize") return resize_value(node, c);
@@ -365,7 +364,8 @@ std::string KernelWriter::pad_value(const Node& node, const Coords& c) {
   const std::string& x = node.inputs[0];
   const Shape& in = g.tensor(x).shape;
   const DType dtype = g.tensor(node.outputs[0]).dtype;
-  const PadPlan plan = pad_plan(node, in, constant_input(g, node, 1), optional_constant(g, node, 3));
+  const PadPlan plan =
+      pad_plan(node, in, constant_input(g, node, 1), optional_constant(g, node, 3));
   const std::string mode = node.attr_string("mode", "constant");
   double fill = 0;
   if (node.has_input(2)) {
@@ -436,9 +436,9 @@ std::string KernelWriter::resize_value(const Node& node, const Coords& c) {
     for (std::int64_t o = 0; o < out[d]; ++o) {
       const double src = resize_source(ctm, o, plan.scales[d], in[d], out[d]);
       if (mode == "nearest") {
-        all.emplace_back(
-            resize_nearest_index(src, node.attr_string("nearest_mode", "round_prefer_floor"), in[d]),
-            1.0);
+        all.emplace_back(resize_nearest_index(
+                             src, node.attr_string("nearest_mode", "round_prefer_floor"), in[d]),
+                         1.0);
       } else if (mode == "linear") {
         taps = 2;
         const double fl = std::floor(src);
@@ -464,8 +464,9 @@ std::string KernelWriter::resize_value(const Node& node, const Coords& c) {
     }
     const auto n = static_cast<std::int64_t>(all.size());
     const std::string key = fmt::format("{}#axis{}", node.outputs[0], d);
-    AxisTaps a{d, taps, table_pointer(key + "#index", std::make_shared<Tensor>(
-                                                          Tensor::from_vector<std::int32_t>({n}, index))),
+    AxisTaps a{d, taps,
+               table_pointer(key + "#index", std::make_shared<Tensor>(
+                                                 Tensor::from_vector<std::int32_t>({n}, index))),
                ""};
     if (taps > 1) {
       a.weight_table = table_pointer(
@@ -485,8 +486,8 @@ std::string KernelWriter::resize_value(const Node& node, const Coords& c) {
     for (const auto& a : axes) {
       const std::int64_t t = rest % a.taps;
       rest /= a.taps;
-      const std::string at = a.taps == 1 ? c[a.axis]
-                                         : fmt::format("({}) * {} + {}", c[a.axis], a.taps, t);
+      const std::string at =
+          a.taps == 1 ? c[a.axis] : fmt::format("({}) * {} + {}", c[a.axis], a.taps, t);
       ci[a.axis] = index_temp(fmt::format("{}[{}]", a.index_table, at));
       if (a.taps > 1) w += (w.empty() ? "" : " * ") + fmt::format("{}[{}]", a.weight_table, at);
     }

@@ -132,9 +132,9 @@ struct OpenCLExecutor::Impl {
   void launch(std::size_t i) {
     const std::size_t local = 256;
     const std::size_t global = static_cast<std::size_t>(program.launches[i].groups) * local;
-    check(clEnqueueNDRangeKernel(queue, kernels[i], 1, nullptr, &global, &local, 0, nullptr,
-                                 nullptr),
-          "clEnqueueNDRangeKernel");
+    check(
+        clEnqueueNDRangeKernel(queue, kernels[i], 1, nullptr, &global, &local, 0, nullptr, nullptr),
+        "clEnqueueNDRangeKernel");
   }
 
   TensorMap outputs() const {
@@ -181,8 +181,8 @@ std::vector<double> OpenCLExecutor::execute_timed(const TensorMap& inputs) {
     const auto start = std::chrono::steady_clock::now();
     for (; i < launches.size() && launches[i].plan_kernel == k; ++i) impl_->launch(i);
     check(clFinish(impl_->queue), "clFinish");
-    us[k] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-                .count();
+    us[k] =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
   }
   return us;
 }

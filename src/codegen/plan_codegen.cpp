@@ -6,8 +6,8 @@
 #include <functional>
 #include <limits>
 #include <optional>
-#include <stdexcept>
 #include <set>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "codegen/kernel_families.hpp"
@@ -424,14 +424,15 @@ DeviceProgram generate_device_program(const Graph& g, const Plan& plan,
   for (const auto& in : g.inputs) {
     const TensorInfo& info = g.tensor(in);
     layout.input_offset[in] = program.inputs_bytes;
-    program.inputs.push_back(DeviceTensor{in, Region::Inputs, program.inputs_bytes, info.dtype,
-                                          info.shape});
+    program.inputs.push_back(
+        DeviceTensor{in, Region::Inputs, program.inputs_bytes, info.dtype, info.shape});
     program.inputs_bytes += aligned(tensor_bytes(g, in));
   }
   std::string source = prelude(target);
   for (std::size_t k = 0; k < plan.kernels.size(); ++k) {
     KernelPlanner planner(layout, plan.kernels[k], k);
-    program.scratch_bytes = std::max(program.scratch_bytes, planner.write(source, program.launches));
+    program.scratch_bytes =
+        std::max(program.scratch_bytes, planner.write(source, program.launches));
   }
   for (const auto& out : g.outputs) {
     std::optional<DeviceTensor> loc = layout.locate_global(out);

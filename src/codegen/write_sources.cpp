@@ -68,8 +68,7 @@ std::string write_program_sources(const DeviceProgram& program, const std::strin
                              {"ops", l.ops}});
   }
   for (const auto& c : program.constants) {
-    j["constants"].push_back(
-        {{"name", c.name}, {"offset", c.offset}, {"bytes", c.data->nbytes()}});
+    j["constants"].push_back({{"name", c.name}, {"offset", c.offset}, {"bytes", c.data->nbytes()}});
   }
   for (const auto& t : program.inputs) j["inputs"].push_back(tensor_json(t));
   for (const auto& t : program.outputs) j["outputs"].push_back(tensor_json(t));

@@ -505,7 +505,7 @@ void resize(const Node& node, std::span<const Tensor* const> inputs, std::span<T
     if (cubic) {
       for (std::int64_t o = 0; o < out_len; ++o) {
         const auto taps = resize_cubic_taps(resize_source(ctm, o, plan.scales[d], in, out_len), in,
-                                     cubic_a, exclude_outside);
+                                            cubic_a, exclude_outside);
         for (std::int64_t b = 0; b < outer; ++b) {
           float* dst = next.data() + (b * out_len + o) * inner;
           for (std::int64_t j = 0; j < inner; ++j) {

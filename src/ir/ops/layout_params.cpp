@@ -283,8 +283,8 @@ static double cubic_weight(double x, double a) {
 
 // The four taps around source coordinate `src`: indices clamped to the edge, or, with
 // exclude_outside, taps outside the input dropped and the rest renormalised.
-std::vector<std::pair<std::int64_t, double>> resize_cubic_taps(double src, std::int64_t in, double a,
-                                                        bool exclude_outside) {
+std::vector<std::pair<std::int64_t, double>> resize_cubic_taps(double src, std::int64_t in,
+                                                               double a, bool exclude_outside) {
   const double fl = std::floor(src);
   const double t = src - fl;
   const auto base = static_cast<std::int64_t>(fl);

@@ -26,7 +26,8 @@ inline void expect_close(const TensorMap& got, const TensorMap& expected,
       const double b = want.get_as_double(i);
       const double a = have.get_as_double(i);
       if (!(std::fabs(a - b) <= 1e-4 + 1e-3 * std::fabs(b))) {
-        if (bad++ < 3) ADD_FAILURE() << where << ": " << out << "[" << i << "]: " << a << " vs " << b;
+        if (bad++ < 3)
+          ADD_FAILURE() << where << ": " << out << "[" << i << "]: " << a << " vs " << b;
       }
     }
     EXPECT_EQ(bad, 0) << where << ": " << out << " mismatching elements of " << want.numel();

@@ -11,9 +11,9 @@
 #include "codegen/opencl_executor.hpp"
 #include "codegen/plan_codegen.hpp"
 #include "codegen_test_util.hpp"
-#include "ir/op_registry.hpp"
-#include "fission/kernel_view.hpp"
 #include "eval/random_inputs.hpp"
+#include "fission/kernel_view.hpp"
+#include "ir/op_registry.hpp"
 
 namespace orchid::codegen {
 namespace {
@@ -33,7 +33,8 @@ class GraphBuilder {
   std::string random_constant(const std::string& name, Shape shape) {
     Tensor t(DType::F32, shape);
     float* p = t.data<float>();
-    for (std::int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<float>((i * 37 % 101) - 50) / 60.0f;
+    for (std::int64_t i = 0; i < t.numel(); ++i)
+      p[i] = static_cast<float>((i * 37 % 101) - 50) / 60.0f;
     return constant(name, std::move(t));
   }
   std::string node(const std::string& op, std::vector<std::string> inputs,
@@ -97,9 +98,11 @@ void check(const Graph& g, int fused_launches = -1) {
   for (const auto& [name, groups] :
        {std::make_pair(std::string("fused"), std::vector<std::vector<std::size_t>>{all}),
         std::make_pair(std::string("per-node"), each)}) {
-    const DeviceProgram program = generate_device_program(g, plan_of(g, groups), {}, Target::OpenCL);
+    const DeviceProgram program =
+        generate_device_program(g, plan_of(g, groups), {}, Target::OpenCL);
     if (name == "fused" && fused_launches >= 0) {
-      EXPECT_EQ(program.launches.size(), static_cast<std::size_t>(fused_launches)) << program.source;
+      EXPECT_EQ(program.launches.size(), static_cast<std::size_t>(fused_launches))
+          << program.source;
     }
     OpenCLExecutor executor(program);
     test::expect_close(executor.run(feed), expected, name);
@@ -117,7 +120,8 @@ TEST(CodegenElementwise, BroadcastChainOddSizes) {
   const auto s = b.node("Add", {x, y});
   const auto m = b.node("Mul", {s, b.constant("k", Tensor::scalar_f32(0.7f))});
   const auto z = b.node("Sigmoid", {m});
-  const auto w = b.node("Where", {b.node("Greater", {z, b.constant("h", Tensor::scalar_f32(0.5f))}), z, m});
+  const auto w =
+      b.node("Where", {b.node("Greater", {z, b.constant("h", Tensor::scalar_f32(0.5f))}), z, m});
   check(b.finish({w, s}), 1);
 }
 
@@ -143,12 +147,14 @@ TEST(CodegenReduction, LayerNormAndNonTrailingAxes) {
   const auto mean = b.node("ReduceMean", {x}, axes({1}));
   const auto d = b.node("Sub", {x, mean});
   const auto var = b.node("ReduceMean", {b.node("Mul", {d, d})}, axes({1}));
-  const auto den = b.node("Sqrt", {b.node("Add", {var, b.constant("eps", Tensor::scalar_f32(1e-5f))})});
-  const auto y = b.node("Add", {b.node("Mul", {b.node("Div", {d, den}), b.random_constant("gamma", {513})}),
-                                b.random_constant("beta", {513})});
+  const auto den =
+      b.node("Sqrt", {b.node("Add", {var, b.constant("eps", Tensor::scalar_f32(1e-5f))})});
+  const auto y =
+      b.node("Add", {b.node("Mul", {b.node("Div", {d, den}), b.random_constant("gamma", {513})}),
+                     b.random_constant("beta", {513})});
   const auto z = b.input("z", {4, 3, 7, 2});
-  const auto over1 = b.node("ReduceMax", {z}, axes({1}));           // non-trailing axis
-  const auto over02 = b.node("ReduceMean", {z}, axes({0, 2}, 0));   // non-contiguous, keepdims 0
+  const auto over1 = b.node("ReduceMax", {z}, axes({1}));          // non-trailing axis
+  const auto over02 = b.node("ReduceMean", {z}, axes({0, 2}, 0));  // non-contiguous, keepdims 0
   const auto prod = b.node("ReduceProd", {z}, axes({3}));
   check(b.finish({y, mean, over1, over02, prod}));
 }
@@ -181,15 +187,20 @@ TEST(CodegenLayout, TransposeSliceConcatPadGather) {
                                   b.constant("ax", Tensor::from_int64s({1, 2})),
                                   b.constant("sp", Tensor::from_int64s({-2, 3}))});
   const auto r = b.node("Reshape", {x, b.constant("shape", Tensor::from_int64s({6, 35}))});
-  const auto c = b.node("Concat", {r, b.node("Exp", {r}), b.node("Neg", {r})}, {{"axis", std::int64_t{0}}});
-  const auto pc = b.node("Pad", {x, b.constant("pads", Tensor::from_int64s({0, 0, 2, 1, 0, 1, 1, 3})),
-                                 b.constant("pv", Tensor::scalar_f32(-1.5f))});
-  const auto pr = b.node("Pad", {x, b.constant("pads2", Tensor::from_int64s({0, 0, 2, 3, 0, 0, 4, 1}))},
-                         {{"mode", std::string("reflect")}});
-  const auto pe = b.node("Pad", {x, b.constant("pads3", Tensor::from_int64s({0, 1, 2, 3, 0, 0, 4, 1}))},
-                         {{"mode", std::string("edge")}});
-  const auto g1 = b.node("Gather", {x, b.constant("idx", Tensor::from_vector<std::int64_t>({2, 2}, {-1, 0, 3, -4}))},
-                         {{"axis", std::int64_t{2}}});
+  const auto c =
+      b.node("Concat", {r, b.node("Exp", {r}), b.node("Neg", {r})}, {{"axis", std::int64_t{0}}});
+  const auto pc =
+      b.node("Pad", {x, b.constant("pads", Tensor::from_int64s({0, 0, 2, 1, 0, 1, 1, 3})),
+                     b.constant("pv", Tensor::scalar_f32(-1.5f))});
+  const auto pr =
+      b.node("Pad", {x, b.constant("pads2", Tensor::from_int64s({0, 0, 2, 3, 0, 0, 4, 1}))},
+             {{"mode", std::string("reflect")}});
+  const auto pe =
+      b.node("Pad", {x, b.constant("pads3", Tensor::from_int64s({0, 1, 2, 3, 0, 0, 4, 1}))},
+             {{"mode", std::string("edge")}});
+  const auto g1 = b.node(
+      "Gather", {x, b.constant("idx", Tensor::from_vector<std::int64_t>({2, 2}, {-1, 0, 3, -4}))},
+      {{"axis", std::int64_t{2}}});
   const auto ids = b.input("ids", {4}, DType::I64);  // random ints in range (random_inputs)
   const auto g2 = b.node("Gather", {b.random_constant("table", {64, 9}), ids});
   check(b.finish({s, c, pc, pr, pe, g1, g2}));
@@ -221,9 +232,10 @@ TEST(CodegenLinear, MatMulShapes) {
   const auto mm = b.node("MatMul", {a, w});  // [2, 3, 67, 70]: batch broadcast, odd tiles
   const auto y = b.node("Relu", {b.node("Add", {mm, b.random_constant("bias", {70})})});
   const auto v = b.input("v", {33});
-  const auto vm = b.node("MatMul", {v, b.random_constant("m", {33, 5})});  // vector x matrix
+  const auto vm = b.node("MatMul", {v, b.random_constant("m", {33, 5})});     // vector x matrix
   const auto mv = b.node("MatMul", {b.random_constant("m2", {129, 33}), v});  // matrix x vector
-  const auto pre = b.node("MatMul", {b.node("Exp", {b.node("Neg", {a})}), b.random_constant("w2", {33, 1})});
+  const auto pre =
+      b.node("MatMul", {b.node("Exp", {b.node("Neg", {a})}), b.random_constant("w2", {33, 1})});
   check(b.finish({y, vm, mv, pre}), 4);  // bias + ReLU epilogue and Exp prologue fused
 }
 

@@ -23,7 +23,8 @@ namespace {
 DeviceProgram cuda_program(const std::string& name, const std::string& kind) {
   const std::string path = (fs::path(ORCHID_MODELS_DIR) / (name + ".onnx")).string();
   LoadedModel model = load_model(path);
-  const auto cost_model = make_analytic_cost_model(load_device_spec("a100", test::source_configs()));
+  const auto cost_model =
+      make_analytic_cost_model(load_device_spec("a100", orchid::test::source_configs()));
   OrchestrateOptions options;
   options.time_limit_s = 20;
   const Orchestration o = orchestrate(model.graph, *cost_model, options);

@@ -13,10 +13,10 @@
 #include "codegen/plan_codegen.hpp"
 #include "codegen_test_util.hpp"
 #include "cost/cost_model.hpp"
+#include "eval/random_inputs.hpp"
 #include "orchestrate/orchestrator.hpp"
 #include "passes/load_model.hpp"
 #include "test_config_roots.hpp"
-#include "eval/random_inputs.hpp"
 
 namespace fs = std::filesystem;
 
@@ -33,7 +33,8 @@ void check_model(const std::string& name) {
     (void)dynamic;
     GTEST_SKIP() << name << " has data-dependent shapes";
   }
-  const auto cost_model = make_analytic_cost_model(load_device_spec("a100", test::source_configs()));
+  const auto cost_model =
+      make_analytic_cost_model(load_device_spec("a100", orchid::test::source_configs()));
   OrchestrateOptions options;
   options.time_limit_s = 20;
   const Orchestration o = orchestrate(model.graph, *cost_model, options);

@@ -104,4 +104,43 @@ inline constexpr auto kReduce = PrimitiveClass::ReduceBroadcast;
 inline constexpr auto kLayout = PrimitiveClass::Layout;
 inline constexpr auto kLinear = PrimitiveClass::Linear;
 
+// Runs the alternative subgraphs by exposing their tensors as extra outputs, and
+// checks each equals the tensor it stands for.
+inline void expect_alternatives_match(const Graph& model, const FissionResult& r,
+                                      std::uint64_t seed, double atol = 1e-5, double rtol = 1e-4) {
+  Graph probe = r.graph;
+  for (const auto& [alt, main] : r.alternatives) {
+    probe.outputs.push_back(alt);
+    if (std::find(probe.outputs.begin(), probe.outputs.end(), main) == probe.outputs.end()) {
+      probe.outputs.push_back(main);
+    }
+  }
+  const TensorMap out = ReferenceInterpreter(probe).run(make_random_inputs(model, seed));
+  for (const auto& [alt, main] : r.alternatives) {
+    EXPECT_TRUE(testing::tensors_close(out.at(alt), out.at(main), rtol, atol))
+        << alt << " vs " << main;
+  }
+}
+
+// Nodes the graph outputs need; none of them may read an alternative tensor. Returns
+// how many nodes only alternatives need.
+inline std::size_t expect_main_graph_ignores_alternatives(const FissionResult& r) {
+  const auto producers = r.graph.producers();
+  std::set<std::string> needed(r.graph.outputs.begin(), r.graph.outputs.end());
+  std::vector<std::string> stack(needed.begin(), needed.end());
+  while (!stack.empty()) {
+    const std::string t = stack.back();
+    stack.pop_back();
+    auto p = producers.find(t);
+    if (p == producers.end()) continue;
+    for (const auto& in : r.graph.nodes[p->second].inputs) {
+      if (!in.empty() && needed.insert(in).second) stack.push_back(in);
+    }
+  }
+  for (const auto& [alt, main] : r.alternatives) EXPECT_FALSE(needed.count(alt)) << alt;
+  std::size_t extra = 0;
+  for (const Node& node : r.graph.nodes) extra += needed.count(node.outputs[0]) ? 0 : 1;
+  return extra;
+}
+
 }  // namespace orchid::fission_test

@@ -22,18 +22,43 @@ namespace {
 struct Driver {
   void* handle = nullptr;
 #define ORCHID_CU(fn) decltype(&fn) fn##_p = nullptr;
-#define ORCHID_CU_LIST(X)                                                                         \
-  X(cuInit)                                                                                       \
-  X(cuDeviceGet)                                                                                  \
-  X(cuDeviceGetCount) X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem)              \
-      X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent)                 \
-          X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuMemAlloc) X(cuMemFree) \
-              X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemsetD8) X(cuStreamCreate) X(cuStreamDestroy)  \
-                  X(cuStreamSynchronize) X(cuStreamBeginCapture) X(cuStreamEndCapture)            \
-                      X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy)                \
-                          X(cuGraphDestroy) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)   \
-                              X(cuEventSynchronize) X(cuEventElapsedTime) X(cuLaunchKernel)       \
-                                  X(cuGetErrorString)
+// clang-format off
+#define ORCHID_CU_LIST(X) \
+  X(cuInit) \
+  X(cuDeviceGet) \
+  X(cuDeviceGetCount) \
+  X(cuDeviceGetName) \
+  X(cuDeviceGetAttribute) \
+  X(cuDeviceTotalMem) \
+  X(cuDevicePrimaryCtxRetain) \
+  X(cuDevicePrimaryCtxRelease) \
+  X(cuCtxSetCurrent) \
+  X(cuCtxSynchronize) \
+  X(cuModuleLoadData) \
+  X(cuModuleUnload) \
+  X(cuModuleGetFunction) \
+  X(cuMemAlloc) \
+  X(cuMemFree) \
+  X(cuMemcpyHtoD) \
+  X(cuMemcpyHtoDAsync) \
+  X(cuMemcpyDtoH) \
+  X(cuStreamCreate) \
+  X(cuStreamDestroy) \
+  X(cuStreamSynchronize) \
+  X(cuStreamBeginCapture) \
+  X(cuStreamEndCapture) \
+  X(cuGraphInstantiate) \
+  X(cuGraphLaunch) \
+  X(cuGraphExecDestroy) \
+  X(cuGraphDestroy) \
+  X(cuEventCreate) \
+  X(cuEventDestroy) \
+  X(cuEventRecord) \
+  X(cuEventSynchronize) \
+  X(cuEventElapsedTime) \
+  X(cuLaunchKernel) \
+  X(cuGetErrorString)
+// clang-format on
   ORCHID_CU_LIST(ORCHID_CU)
 #undef ORCHID_CU
   std::string error;
@@ -140,6 +165,8 @@ struct CudaExecutor::Impl {
                              c.data->nbytes()),
             "uploading constants");
     }
+    // A pageable upload may still be in flight when cuMemcpyHtoD returns.
+    check(d.cuCtxSynchronize_p(), "cuCtxSynchronize");
     staging.resize(static_cast<std::size_t>(p.inputs_bytes));
     check(d.cuStreamCreate_p(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
     check(d.cuEventCreate_p(&start, CU_EVENT_DEFAULT), "cuEventCreate");
@@ -175,7 +202,9 @@ struct CudaExecutor::Impl {
       std::memcpy(staging.data() + in.offset, it->second.raw(), it->second.nbytes());
     }
     if (!staging.empty()) {
-      check(d.cuMemcpyHtoD_p(inputs, staging.data(), staging.size()), "uploading inputs");
+      // On the executor's stream, so the kernels after it see the inputs.
+      check(d.cuMemcpyHtoDAsync_p(inputs, staging.data(), staging.size(), stream),
+            "uploading inputs");
     }
   }
 

@@ -58,7 +58,7 @@ struct Driver {
   X(cuEventElapsedTime) \
   X(cuLaunchKernel) \
   X(cuGetErrorString)
-// clang-format on
+  // clang-format on
   ORCHID_CU_LIST(ORCHID_CU)
 #undef ORCHID_CU
   std::string error;

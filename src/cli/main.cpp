@@ -1,11 +1,28 @@
 // `orchid`: decides how a DNN should run on hardware. Thin layer over the library.
+//
+// Every failure ends in one stderr line: "orchid: error: ..." (exit 1) for anything the
+// user's input or options caused, "orchid: internal error: ..." (exit 3) for a bug.
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <new>
 
 #include "cli/commands.hpp"
 #include "cli/config_dirs.hpp"
 #include "util/error.hpp"
+#include "util/printable.hpp"
+
+namespace {
+
+constexpr int kUserErrorExit = 1;
+constexpr int kInternalErrorExit = 3;
+
+int report(const char* prefix, std::string_view message, int code) {
+  std::fprintf(stderr, "orchid: %s: %s\n", prefix, orchid::printable(message).c_str());
+  return code;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // All of orchid's threads are OpenMP's (oneDNN, fused loops, reference kernels), so
@@ -24,28 +41,34 @@ int main(int argc, char** argv) {
       {"materialize", orchid::cli::add_materialize_command(app)},
       {"map", orchid::cli::add_map_command(app)},
       {"orchestrate", orchid::cli::add_orchestrate_command(app)},
+<<<<<<< HEAD
       {"codegen", orchid::cli::add_codegen_command(app)},
+=======
+      {"calibrate-net", orchid::cli::add_calibrate_net_command(app)},
+>>>>>>> main
   };
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::Success& e) {  // --help, --version
     return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return report("error", e.what(), kUserErrorExit);
   }
   try {
     for (const auto& [name, action] : commands) {
       if (app.got_subcommand(name)) action();
     }
   } catch (const orchid::Error& e) {
-    std::fprintf(stderr, "orchid: error: %s\n", e.what());
-    return 1;
+    return report("error", e.what(), kUserErrorExit);
+  } catch (const std::bad_alloc&) {
+    return report("error", "out of memory: the input needs more memory than this machine has",
+                  kUserErrorExit);
   } catch (const orchid::InternalError& e) {
     // A bug in orchid, whatever the input: a different prefix and exit code.
-    std::fprintf(stderr, "orchid: internal error: %s (a bug in orchid, please report it)\n",
-                 e.what());
-    return 3;
+    return report("internal error", std::string(e.what()) + " (a bug in orchid, please report it)",
+                  kInternalErrorExit);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "orchid: internal error: unexpected %s\n", e.what());
-    return 3;
+    return report("internal error", std::string("unexpected ") + e.what(), kInternalErrorExit);
   }
   return 0;
 }

@@ -4,8 +4,12 @@
 
 #include "cli/commands.hpp"
 #include "cli/config_dirs.hpp"
+#include "cli/option_checks.hpp"
+#include "cost/cost_model.hpp"
+#include "cost/device_spec.hpp"
 #include "mapping/baselines.hpp"
 #include "mapping/genetic_search.hpp"
+#include "mapping/measured_cpu_cost.hpp"
 #include "mapping/orchestrated_cost.hpp"
 #include "mapping/plan_json.hpp"
 #include "mapping/report/gantt_svg.hpp"
@@ -43,18 +47,39 @@ void map(const MapOptions& o) {
   // GPUs are priced by the kernel orchestrator's optimal plan per layer subgraph.
   const OrchestratedCostProvider orchestrated;
   const bool orchestrate_gpus = !sys.gpu_designs.empty() && !o.gpu_roofline;
-  const Evaluator ev(w, sys,
-                     orchestrate_gpus ? static_cast<const LayerCostProvider&>(orchestrated)
-                                      : default_cost_provider());
+  const LayerCostProvider& others = orchestrate_gpus
+                                        ? static_cast<const LayerCostProvider&>(orchestrated)
+                                        : default_cost_provider();
+  // CPU-cluster ranks are priced by running each layer shard on the CPU executor.
+  std::unique_ptr<CostModel> cpu_model;
+  std::unique_ptr<MeasuredCpuCostProvider> measured;
+  if (sys.cpu_ranks > 0) {
+    cpu_model = make_analytic_cost_model(load_device_spec("cpu", config_roots()));
+    measured = std::make_unique<MeasuredCpuCostProvider>(*cpu_model, others);
+  }
+  const Evaluator ev(w, sys, measured ? static_cast<const LayerCostProvider&>(*measured) : others);
   std::size_t kinds[kLayerKinds] = {};
   for (const Layer& l : w.layers) ++kinds[static_cast<int>(l.kind)];
   fmt::print(
       "workload     {}  ({} layers: {} conv, {} fc, {} matmul, {} lstm, {} cheap; batch {})\n",
       w.name, w.layers.size(), kinds[0], kinds[1], kinds[2], kinds[3], kinds[4], w.batch);
-  fmt::print(
-      "system       {}  ({} FPGA + {} GPU devices, {} designs; GB/s intra {} inter {} host {})\n",
-      sys.name, sys.fpga_devices, sys.gpu_designs.size(), sys.designs.size(), sys.intra_group_gbs,
-      sys.inter_group_gbs, sys.host_gbs);
+  if (sys.cpu_ranks > 0) {
+    fmt::print("system       {}  ({} MPI ranks x {} threads on the CPU executor; GB/s {})\n",
+               sys.name, sys.cpu_ranks, sys.designs[0].threads, sys.intra_group_gbs);
+  } else {
+    fmt::print(
+        "system       {}  ({} FPGA + {} GPU devices, {} designs; GB/s intra {} inter {} host {})\n",
+        sys.name, sys.fpga_devices, sys.gpu_designs.size(), sys.designs.size(), sys.intra_group_gbs,
+        sys.inter_group_gbs, sys.host_gbs);
+  }
+  if (measured) {
+    const MeasuredCpuCostStats st = measured->stats();
+    fmt::print(
+        "cpu costing  measured on the CPU executor ({} threads per rank): {} layer shards timed, "
+        "{} memo hits, {} roofline fallbacks, {:.2f} s\n",
+        sys.designs[0].threads, st.measured, st.memo_hits, st.fallbacks, st.seconds);
+    if (st.fallbacks > 0) fmt::print("  fallback   {}\n", st.first_fallback);
+  }
   if (orchestrate_gpus) {
     const OrchestratedCostStats st = orchestrated.stats();
     fmt::print(
@@ -129,10 +154,13 @@ void map(const MapOptions& o) {
       r.from_seed_mapping >= 0
           ? fmt::format("; best is the {} baseline's plan", seed_names[r.from_seed_mapping])
           : "");
+  // Both files or neither: contents first, then one atomic step.
+  std::vector<std::pair<std::string, std::string>> files;
   if (!o.json.empty()) {
-    write_file_atomically(o.json, plan_to_json(ev, r.mapping, s, baselines, lb, r.seconds));
+    files.emplace_back(o.json, plan_to_json(ev, r.mapping, s, baselines, lb, r.seconds));
   }
-  if (!o.gantt.empty()) write_file_atomically(o.gantt, gantt_svg(ev, r.mapping, s));
+  if (!o.gantt.empty()) files.emplace_back(o.gantt, gantt_svg(ev, r.mapping, s));
+  write_files_atomically(files);
 }
 
 }  // namespace
@@ -145,14 +173,19 @@ Action add_map_command(CLI::App& app) {
       ->required();
   cmd->add_option("--system", options->system, "system description (configs/systems/*.toml)")
       ->required();
-  cmd->add_option("--batch", options->batch, "batch size of the inference");
+  cmd->add_option("--batch", options->batch, "batch size of the inference")
+      ->check(in_range(1, 1 << 20));
   cmd->add_option("--seed", options->seed, "random seed of the search");
   cmd->add_option("--json", options->json, "write the plan as JSON");
   cmd->add_option("--gantt", options->gantt, "write an SVG Gantt chart of the plan");
-  cmd->add_option("--generations", options->generations, "outer GA generations");
-  cmd->add_option("--population", options->population, "outer GA population");
-  cmd->add_option("--threads", options->threads, "evaluation threads (0 = all cores)");
-  cmd->add_option("--time-limit", options->time_limit, "stop the search after this many seconds");
+  cmd->add_option("--generations", options->generations, "outer GA generations")
+      ->check(in_range(1, 1e6));
+  cmd->add_option("--population", options->population, "outer GA population")
+      ->check(in_range(2, 1e5));
+  cmd->add_option("--threads", options->threads, "evaluation threads (0 = all cores)")
+      ->check(in_range(0, kMaxThreads));
+  cmd->add_option("--time-limit", options->time_limit, "stop the search after this many seconds")
+      ->check(in_range(0.001, 1e6));
   cmd->add_flag("--quiet", options->quiet, "no per-generation progress lines");
   cmd->add_flag("--gpu-roofline", options->gpu_roofline,
                 "price GPU layers by the roofline instead of the kernel orchestrator");

@@ -1,7 +1,8 @@
-#include <cstdlib>
-
 #include "cli/commands.hpp"
+#include "cli/option_checks.hpp"
+#include "util/checked_math.hpp"
 #include "util/error.hpp"
+#include "util/memory_budget.hpp"
 
 namespace orchid::cli {
 
@@ -16,17 +17,15 @@ std::pair<std::string, std::string> split_assignment(const std::string& text, co
 }
 
 std::int64_t parse_dim(const std::string& text, const std::string& context) {
-  char* end = nullptr;
-  const long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || v < 0) {
-    fail("{}: '{}' is not a non-negative integer", context, text);
-  }
-  return v;
+  const auto v = parse_int64(text, 0, INT64_MAX);  // the shape's size is checked as a whole
+  if (!v) fail("{}: '{}' is not a non-negative 64-bit integer", context, text);
+  return *v;
 }
 
 }  // namespace
 
 ImportOptions ModelOptions::import_options() const {
+  if (memory_budget_mib > 0) set_memory_budget(memory_budget_mib << 20);
   ImportOptions options;
   for (const auto& s : shapes) {
     auto [name, value] = split_assignment(s, "--shape");
@@ -39,11 +38,16 @@ ImportOptions ModelOptions::import_options() const {
       if (x == std::string::npos) break;
       start = x + 1;
     }
-    options.input_shapes[name] = shape;
+    checked_numel(shape, "--shape " + s);
+    if (!options.input_shapes.emplace(name, shape).second) {
+      fail("--shape: '{}' is given more than once", name);
+    }
   }
   for (const auto& d : dims) {
     auto [name, value] = split_assignment(d, "--dim");
-    options.dim_params[name] = parse_dim(value, "--dim " + d);
+    if (!options.dim_params.emplace(name, parse_dim(value, "--dim " + d)).second) {
+      fail("--dim: '{}' is given more than once", name);
+    }
   }
   return options;
 }
@@ -52,6 +56,10 @@ void add_model_options(CLI::App& command, ModelOptions& options) {
   command.add_option("model", options.model, "ONNX model file")->required();
   command.add_option("--shape", options.shapes,
                      "Static shape for a graph input, e.g. input=1x3x224x224 (repeatable)");
+  command
+      .add_option("--memory-budget", options.memory_budget_mib,
+                  "Most MiB one model may make orchid allocate (default: physical memory)")
+      ->check(in_range(1, 1 << 30));
   command.add_option("--dim", options.dims,
                      "Value for a symbolic dimension, e.g. batch_size=1 (repeatable; others "
                      "default to 1)");

@@ -8,6 +8,7 @@
 #include "cli/config_dirs.hpp"
 #include "cli/cost_options.hpp"
 #include "cli/format.hpp"
+#include "cli/option_checks.hpp"
 #include "cost/cost_model.hpp"
 #include "orchestrate/orchestrator.hpp"
 #include "orchestrate/plan_export.hpp"
@@ -91,14 +92,12 @@ void orchestrate_command(const OrchestrateCliOptions& o) {
              o.cost.profile ? "; latencies are sums of measured kernel times" : "");
   report_measured_costs(*cost_model, o.cost, o.model.model);
   const Plan& chosen = plan_of_kind(result, o.plan_kind);
-  if (!o.json.empty()) {
-    write_file_atomically(o.json, plan_to_json(result, chosen, o.model.model));
-    fmt::print("wrote {} ({} plan)\n", o.json, chosen.kind);
-  }
-  if (!o.dot.empty()) {
-    write_file_atomically(o.dot, plan_to_dot(result, chosen));
-    fmt::print("wrote {} ({} plan)\n", o.dot, chosen.kind);
-  }
+  // Both files or neither: contents first, then one atomic step.
+  std::vector<std::pair<std::string, std::string>> files;
+  if (!o.json.empty()) files.emplace_back(o.json, plan_to_json(result, chosen, o.model.model));
+  if (!o.dot.empty()) files.emplace_back(o.dot, plan_to_dot(result, chosen));
+  write_files_atomically(files);
+  for (const auto& [path, content] : files) fmt::print("wrote {} ({} plan)\n", path, chosen.kind);
 }
 
 }  // namespace
@@ -119,7 +118,7 @@ Action add_orchestrate_command(CLI::App& app) {
   add_cost_options(*cmd, o->cost, true);
   cmd->add_option("--time-limit", o->time_limit, "Seconds for the BLP solver, all regions")
       ->default_val(60)
-      ->check(CLI::PositiveNumber);
+      ->check(in_range(0.001, 1e6));
   cmd->add_option("--max-kernel-size", o->max_kernel_size, "Most primitives in one kernel")
       ->default_val(10)
       ->check(CLI::Range(1, 64));

@@ -8,27 +8,35 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
+#include <map>
 #include <optional>
-
-#include <nlohmann/json.hpp>
+#include <set>
 
 #include "cli/commands.hpp"
 #include "cli/config_dirs.hpp"
 #include "cli/cost_options.hpp"
+<<<<<<< HEAD
 #include "cli/gpu_runner.hpp"
+=======
+#include "cli/option_checks.hpp"
+>>>>>>> main
 #include "cost/cost_model.hpp"
 #include "eval/random_inputs.hpp"
 #include "eval/reference_interpreter.hpp"
 #include "ir/npy.hpp"
 #include "orchestrate/orchestrator.hpp"
+#include "orchestrate/plan_import.hpp"
 #include "passes/load_model.hpp"
 #include "runtime/plan_executor.hpp"
+#include "util/atomic_file.hpp"
 #include "util/error.hpp"
+#include "util/safe_file.hpp"
 
 namespace orchid::cli {
 
 namespace {
+
+constexpr std::int64_t kMaxPlanBytes = std::int64_t{1} << 30;
 
 struct RunOptions {
   ModelOptions model;
@@ -42,74 +50,53 @@ struct RunOptions {
   std::string plan;          // a plan JSON from `orchid orchestrate --json`
   std::string plan_kind = "optimal";  // with --device: which plan to execute
   CostCliOptions cost;                // with --device: --profile, --profile-db
+  DistributedRunOptions distributed;  // --mapping: run a mapping plan across MPI ranks
   int kernel_times = 0;               // with a plan: list this many slowest kernels
 };
 
-// Reads a plan JSON and checks it against a fresh fission of `model` (deterministic):
-// the primitive names must match one for one.
-Plan read_plan_json(const std::string& path, const Graph& primitives) {
-  std::ifstream in(path);
-  if (!in) fail("--plan: cannot open '{}'", path);
-  nlohmann::json j;
-  try {
-    in >> j;
-  } catch (const std::exception& e) {
-    fail("--plan: '{}' is not valid JSON: {}", path, e.what());
+}  // namespace
+
+TensorMap make_feed(const Graph& g, const std::vector<std::string>& specs, std::uint64_t seed) {
+  TensorMap feed = make_random_inputs(g, seed);
+  std::set<std::string> given;
+  for (const auto& spec : specs) {
+    const std::string name = spec.substr(0, spec.find('='));
+    if (!given.insert(name).second) fail("--input: '{}' is given more than once", name);
   }
-  if (j.value("format", "") != "orchid-plan") fail("--plan: '{}' is not an orchid plan", path);
-  const auto& prims = j.at("primitives");
-  const std::size_t n = std::min(prims.size(), primitives.nodes.size());
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::string name = prims[i].at("name").get<std::string>();
-    if (name != primitives.nodes[i].name) {
-      fail("--plan: primitive {} differs: the plan has '{}', fission of the model gives '{}'", i,
-           name, primitives.nodes[i].name);
+  for (const auto& spec : specs) {
+    const auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0) fail("--input '{}' should be NAME=FILE.npy", spec);
+    const std::string name = spec.substr(0, eq);
+    const std::string file = spec.substr(eq + 1);
+    if (std::find(g.inputs.begin(), g.inputs.end(), name) == g.inputs.end()) {
+      fail("--input: the model has no input named '{}'", name);
     }
-  }
-  if (prims.size() != primitives.nodes.size()) {
-    fail(
-        "--plan: the plan has {} primitives, fission of the model gives {} (first missing: "
-        "'{}')",
-        prims.size(), primitives.nodes.size(),
-        prims.size() > n ? prims[n].at("name").get<std::string>() : primitives.nodes[n].name);
-  }
-  Plan plan;
-  plan.kind = j.value("kind", "");
-  plan.arena_bytes = j.at("arena_bytes").get<std::int64_t>();
-  plan.weight_bytes = j.value("weight_bytes", std::int64_t{0});
-  for (const auto& k : j.at("kernels")) {
-    PlannedKernel pk;
-    pk.nodes = k.at("primitives").get<std::vector<std::size_t>>();
-    pk.inputs = k.at("inputs").get<std::vector<std::string>>();
-    pk.sources = k.at("sources").get<std::vector<std::string>>();
-    pk.outputs = k.at("outputs").get<std::vector<std::string>>();
-    pk.cost_us = k.value("cost_us", 0.0);
-    for (std::size_t idx : pk.nodes) {
-      if (idx >= primitives.nodes.size()) fail("--plan: kernel names primitive {}", idx);
+    Tensor value = read_npy(file);
+    const TensorInfo& info = g.tensor(name);
+    if (value.shape() != info.shape) {
+      fail("--input {}: '{}' has shape {}, the model expects {}", name, file,
+           shape_to_string(value.shape()), shape_to_string(info.shape));
     }
-    plan.kernels.push_back(std::move(pk));
-  }
-  for (const auto& a : j.at("arena")) {
-    ArenaSlot s;
-    s.tensor = a.at("tensor").get<std::string>();
-    s.offset = a.at("offset").get<std::int64_t>();
-    s.bytes = a.at("bytes").get<std::int64_t>();
-    s.first_kernel = a.value("first_kernel", std::size_t{0});
-    s.last_kernel = a.value("last_kernel", std::size_t{0});
-    if (s.offset < 0 || s.offset + s.bytes > plan.arena_bytes) {
-      fail("--plan: arena slot of '{}' lies outside the arena", s.tensor);
+    if (value.dtype() != info.dtype) {
+      fail("--input {}: '{}' has dtype {}, the model expects {}", name, file,
+           dtype_name(value.dtype()), dtype_name(info.dtype));
     }
-    plan.arena.push_back(std::move(s));
+    feed[name] = std::move(value);
   }
-  return plan;
+  return feed;
 }
 
-// Output names may contain '/' or ':' (e.g. "logits/Add:0"); files may not.
+namespace {
+
+// Output names may contain '/' or ':' (e.g. "logits/Add:0"); files may not. Control
+// characters go too, and a name made only of dots would name a folder.
 std::string file_name_for(const std::string& tensor_name) {
   std::string out = tensor_name;
   for (char& c : out) {
-    if (c == '/' || c == ':' || c == '\\') c = '_';
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '/' || c == ':' || c == '\\' || u < 0x20 || u == 0x7f) c = '_';
   }
+  if (out.find_first_not_of('.') == std::string::npos) out = "_" + out;
   return out;
 }
 
@@ -144,31 +131,16 @@ std::string time_kernels(const std::function<std::vector<double>()>& execute_tim
 }
 
 void run(const RunOptions& options) {
+  if (!options.distributed.mapping.empty()) {
+    run_mapping_plan(options.model, options.inputs, options.seed, options.save_outputs,
+                     options.distributed);
+    return;
+  }
   if (options.repeat < 1) fail("--repeat must be at least 1, got {}", options.repeat);
   const LoadedModel loaded = load_model(options.model.model, options.model.import_options());
   const Graph& g = loaded.graph;
 
-  TensorMap feed = make_random_inputs(g, options.seed);
-  for (const auto& spec : options.inputs) {
-    const auto eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0) fail("--input '{}' should be NAME=FILE.npy", spec);
-    const std::string name = spec.substr(0, eq);
-    const std::string file = spec.substr(eq + 1);
-    if (std::find(g.inputs.begin(), g.inputs.end(), name) == g.inputs.end()) {
-      fail("--input: the model has no input named '{}'", name);
-    }
-    Tensor value = read_npy(file);
-    const TensorInfo& info = g.tensor(name);
-    if (value.shape() != info.shape) {
-      fail("--input {}: '{}' has shape {}, the model expects {}", name, file,
-           shape_to_string(value.shape()), shape_to_string(info.shape));
-    }
-    if (value.dtype() != info.dtype) {
-      fail("--input {}: '{}' has dtype {}, the model expects {}", name, file,
-           dtype_name(value.dtype()), dtype_name(info.dtype));
-    }
-    feed[name] = std::move(value);
-  }
+  TensorMap feed = make_feed(g, options.inputs, options.seed);
 
   const bool gpu = is_gpu_device(options.device);
   if (!options.device.empty() && options.device != "cpu" && !gpu) {
@@ -188,13 +160,19 @@ void run(const RunOptions& options) {
   std::optional<PlanExecutorStats> stats;
   std::string kernel_breakdown;
   if (!options.device.empty() || !options.plan.empty()) {
-    g.require_static_shapes(fmt::format("'{}': the plan executor", options.model.model));
+    try {
+      g.require_static_shapes(fmt::format("'{}': the plan executor", options.model.model));
+    } catch (const UnsupportedError& e) {
+      throw UnsupportedError(fmt::format("{} (orchid run without --device/--plan)", e.what()));
+    }
     FissionResult fission_result;
     Plan plan;
     if (!options.plan.empty()) {
       FissionOptions fo;
       fission_result = fission(g, fo);
-      plan = read_plan_json(options.plan, fission_result.graph);
+      plan = plan_from_json(read_regular_file(options.plan, kMaxPlanBytes, "--plan file"),
+                            fission_result.graph, fission_result.alternatives,
+                            fmt::format("--plan '{}'", options.plan));
       engine = fmt::format("plan executor, {} plan from {}", plan.kind, options.plan);
     } else {
       const std::string spec =
@@ -295,11 +273,21 @@ void run(const RunOptions& options) {
     std::error_code ec;
     std::filesystem::create_directories(options.save_outputs, ec);
     if (ec) fail("--save-outputs: cannot create '{}': {}", options.save_outputs, ec.message());
+    // Every output or none; two names that sanitise alike would overwrite each other.
+    std::vector<std::pair<std::string, std::string>> files;
+    std::map<std::string, std::string> saved_as;
     for (const auto& name : g.outputs) {
-      const std::string path =
-          (std::filesystem::path(options.save_outputs) / (file_name_for(name) + ".npy")).string();
-      write_npy(path, outputs.at(name));
+      const std::string file = file_name_for(name) + ".npy";
+      auto [it, fresh] = saved_as.emplace(file, name);
+      if (!fresh) {
+        if (it->second == name) continue;  // listed twice as a graph output
+        fail("--save-outputs: outputs '{}' and '{}' would both be saved as '{}'", it->second, name,
+             file);
+      }
+      files.emplace_back((std::filesystem::path(options.save_outputs) / file).string(),
+                         encode_npy(outputs.at(name)));
     }
+    write_files_atomically(files);
     fmt::print("saved    {} output(s) to {}\n", g.outputs.size(), options.save_outputs);
   }
 }
@@ -316,7 +304,8 @@ Action add_run_command(CLI::App& app) {
   cmd->add_option("--save-outputs", options->save_outputs,
                   "Write each output to DIR/<output-name>.npy");
   cmd->add_option("--repeat", options->repeat, "Number of timed runs (after one warm-up)")
-      ->default_val(1);
+      ->default_val(1)
+      ->check(in_range(1, 1e6));
   cmd->add_option("--device", options->device,
                   "Orchestrate for this device and execute the plan: cpu (oneDNN + fused loops), "
                   "opencl (generated kernels on the first OpenCL device) or cuda (generated "
@@ -329,11 +318,12 @@ Action add_run_command(CLI::App& app) {
   cmd->add_option("--kernel-times", options->kernel_times,
                   "With --device or --plan: list the N slowest kernels (median per kernel over "
                   "--repeat extra runs) and how each runs")
-      ->check(CLI::NonNegativeNumber);
+      ->check(in_range(0, 1e6));
   add_plan_kind_option(*cmd, options->plan_kind,
                        "With --device: which plan to execute (optimal, operator-level, "
                        "per-primitive, greedy-fusion)");
   add_cost_options(*cmd, options->cost, false);
+  add_distributed_run_options(*cmd, options->distributed);
   return [options] { run(*options); };
 }
 

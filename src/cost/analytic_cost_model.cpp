@@ -10,8 +10,8 @@
 #include <fmt/format.h>
 
 #include "cost/cost_model.hpp"
-#include "cost/op_traits.hpp"
 #include "ir/graph_stats.hpp"
+#include "ir/op_traits.hpp"
 #include "util/error.hpp"
 
 namespace orchid {
@@ -295,11 +295,11 @@ KernelCostTerms kernel_cost_terms(const KernelView& k, const DeviceSpec& d) {
 
   for (std::size_t i : k.nodes) {
     const Node& node = g.nodes.at(i);
-    const OpTraits traits = op_traits(node.op_type);
+    const OpTraits& traits = op_traits(node.op_type);
     const double flops = static_cast<double>(node_flops(g, node));
     terms.flops += flops;
-    switch (traits.kind) {
-      case OpKind::Linear: {
+    switch (traits.access) {
+      case AccessPattern::Linear: {
         GemmShape shape;
         if (linear_gemm_shape(g, node, shape)) {
           terms.linear_flops += static_cast<double>(shape.flops());
@@ -312,23 +312,23 @@ KernelCostTerms kernel_cost_terms(const KernelView& k, const DeviceSpec& d) {
         }
         break;
       }
-      case OpKind::Reduction:
+      case AccessPattern::Reduction:
         terms.access_efficiency =
             std::min(terms.access_efficiency, reduction_efficiency(g, node, c));
         terms.plain_vector_flops += flops;
         break;
-      case OpKind::Transpose:
+      case AccessPattern::Transpose:
         terms.access_efficiency =
             std::min(terms.access_efficiency, transpose_efficiency(g, node, c));
         break;
-      case OpKind::Gather:
+      case AccessPattern::Gather:
         terms.access_efficiency = std::min(terms.access_efficiency, gather_efficiency(g, node, c));
         break;
-      case OpKind::Layout:
+      case AccessPattern::Layout:
         terms.plain_vector_flops += flops;  // Resize interpolation; 0 for pure data movement
         break;
-      case OpKind::Elementwise:
-      case OpKind::Window:
+      case AccessPattern::Elementwise:
+      case AccessPattern::Window:
         (traits.transcendental ? terms.transcendental_vector_flops : terms.plain_vector_flops) +=
             flops;
         break;

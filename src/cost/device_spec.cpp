@@ -2,17 +2,22 @@
 
 #include <toml++/toml.h>
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
 
 #include "util/error.hpp"
+#include "util/safe_file.hpp"
 
 namespace orchid {
 
 namespace fs = std::filesystem;
 
 namespace {
+
+constexpr double kMinFigure = 1e-9;
+constexpr double kMaxFigure = 1e18;  // l2_bytes, FLOP/s figures and the like fit
 
 // Reads keys from one toml table, remembering which were used so that unknown (often
 // misspelt) keys can be reported instead of silently ignored.
@@ -39,15 +44,19 @@ class TableReader {
   double number(const std::string& key) {
     const toml::node& node = require(key);
     if (!node.is_number()) fail("{}: key '{}' must be a number", where(node), key_name(key));
-    return *node.value<double>();
+    const double v = *node.value<double>();
+    if (!std::isfinite(v))
+      fail("{}: key '{}' must be finite, got {}", where(node), key_name(key), v);
+    return v;
   }
 
-  // > 0 (`allow_zero` = false) or >= 0.
+  // In [kMinFigure, kMaxFigure] (or exactly 0 with `allow_zero`): a 1e-300 bandwidth is as
+  // unusable as a negative one, and 1e300 overflows the first product it enters.
   double positive(const std::string& key, bool allow_zero = false) {
     const double v = number(key);
-    if (!(v > 0) && !(allow_zero && v == 0)) {
-      fail("{}: key '{}' must be {}, got {}", where(*table_.get(key)), key_name(key),
-           allow_zero ? ">= 0" : "> 0", v);
+    if (!(v >= kMinFigure && v <= kMaxFigure) && !(allow_zero && v == 0)) {
+      fail("{}: key '{}' must be {}in [{}, {}], got {}", where(*table_.get(key)), key_name(key),
+           allow_zero ? "0 or " : "", kMinFigure, kMaxFigure, v);
     }
     return v;
   }
@@ -114,22 +123,31 @@ std::vector<GemmTile> read_tiles(TableReader& model) {
         !(*triple)[1].is_integer() || !(*triple)[2].is_number()) {
       throw Error(bad);
     }
+    const std::int64_t m = *(*triple)[0].value<std::int64_t>();
+    const std::int64_t n = *(*triple)[1].value<std::int64_t>();
     GemmTile tile;
-    tile.m = static_cast<int>(*(*triple)[0].value<std::int64_t>());
-    tile.n = static_cast<int>(*(*triple)[1].value<std::int64_t>());
     tile.efficiency = *(*triple)[2].value<double>();
-    if (tile.m <= 0 || tile.n <= 0 || !(tile.efficiency > 0 && tile.efficiency <= 1)) {
-      throw Error(bad + " (sizes > 0, efficiency in (0, 1])");
+    if (m <= 0 || n <= 0 || m > 65536 || n > 65536 ||
+        !(tile.efficiency > 0 && tile.efficiency <= 1)) {
+      throw Error(bad + " (sizes in [1, 65536], efficiency in (0, 1])");
     }
+    tile.m = static_cast<int>(m);
+    tile.n = static_cast<int>(n);
     tiles.push_back(tile);
   }
   return tiles;
 }
 
 DeviceSpec parse_device_file(const std::string& file) {
+  return parse_device_spec(read_regular_file(file, std::int64_t{16} << 20, "device file"), file);
+}
+
+}  // namespace
+
+DeviceSpec parse_device_spec(const std::string& content, const std::string& file) {
   toml::table root;
   try {
-    root = toml::parse_file(file);
+    root = toml::parse(content, file);
   } catch (const toml::parse_error& e) {
     fail("{}:{}:{}: TOML parse error: {}", file, e.source().begin.line, e.source().begin.column,
          e.description());
@@ -171,6 +189,8 @@ DeviceSpec parse_device_file(const std::string& file) {
   return spec;
 }
 
+namespace {
+
 bool looks_like_path(const std::string& s) {
   return s.find('/') != std::string::npos ||
          (s.size() > 5 && s.compare(s.size() - 5, 5, ".toml") == 0);
@@ -184,10 +204,7 @@ std::vector<std::string> available_devices(const ConfigRoots& roots) {
 
 DeviceSpec load_device_spec(const std::string& name_or_path, const ConfigRoots& roots) {
   if (name_or_path.empty()) fail("device name is empty");
-  if (looks_like_path(name_or_path)) {
-    if (!fs::is_regular_file(name_or_path)) fail("{}: device file not found", name_or_path);
-    return parse_device_file(name_or_path);
-  }
+  if (looks_like_path(name_or_path)) return parse_device_file(name_or_path);
   const auto file = roots.find(fs::path("devices") / (name_or_path + ".toml"));
   if (!file) {
     std::string list;

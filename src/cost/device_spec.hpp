@@ -72,6 +72,8 @@ struct DeviceSpec {
 // Errors (orchid::Error) name the file and the key that is missing or wrong; an unknown
 // name lists the available ones and the roots searched.
 DeviceSpec load_device_spec(const std::string& name_or_path, const ConfigRoots& roots);
+// The device TOML in `content`; `file` names it in errors.
+DeviceSpec parse_device_spec(const std::string& content, const std::string& file);
 // Names of the device files in every root's devices/, sorted.
 std::vector<std::string> available_devices(const ConfigRoots& roots);
 

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "cost/conv_boundaries.hpp"
+#include "cost/layout_policy.hpp"
 #include "util/error.hpp"
 #include "util/random.hpp"
 
@@ -146,7 +146,7 @@ std::string kernel_canonical_form(const KernelView& k, const std::string& device
 
   const std::unordered_set<std::string> written(k.outputs.begin(), k.outputs.end());
   // Boundary layouts depend on the neighbours, and change what the kernel costs.
-  const std::set<std::string> nhwc = conv_neighbour_boundaries(k);
+  const std::set<std::string> nhwc = channels_last_boundaries(k);
   std::map<std::string, std::size_t> input_index;  // external tensor -> first-use index
   std::vector<std::string> input_lines;
   std::string out = fmt::format("{}\ndevice {}\n", kFormat, device);

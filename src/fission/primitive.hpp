@@ -1,6 +1,7 @@
 // Primitives: the ops a fissioned graph may contain. A primitive graph is an ordinary
 // orchid::Graph restricted to these ops, so it runs on the reference interpreter and
-// can be written back to ONNX. Each primitive belongs to one of four classes.
+// can be written back to ONNX. Each primitive belongs to one of four classes, a trait of
+// its op (OpTraits::primitive).
 #pragma once
 
 #include <cstddef>
@@ -9,15 +10,9 @@
 
 #include "ir/graph.hpp"
 #include "ir/node.hpp"
+#include "ir/op_traits.hpp"  // PrimitiveClass
 
 namespace orchid {
-
-enum class PrimitiveClass {
-  Elementwise,      // Add, Mul, Exp, Erf, Relu, Sigmoid, Where, Cast, ... (same-shape maps)
-  ReduceBroadcast,  // ReduceSum/Max/Mean over axes, Expand, MaxPool/AveragePool windows
-  Layout,           // Transpose, Reshape, Slice, Concat, Pad, Gather, Resize, Identity
-  Linear,           // MatMul (batched), Conv, ConvTranspose
-};
 
 std::string_view primitive_class_name(PrimitiveClass c);
 

@@ -1,14 +1,15 @@
 #include "ir/graph.hpp"
 
 #include <algorithm>
-#include <queue>
 #include <set>
 #include <unordered_set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "ir/topological_sort.hpp"
 #include "util/error.hpp"
+#include "util/memory_budget.hpp"
 
 namespace orchid {
 
@@ -31,6 +32,11 @@ TensorInfo& Graph::add_tensor(const std::string& name) {
 }
 
 TensorInfo& Graph::set_type(const std::string& name, DType dtype, Shape shape) {
+  // Every inferred or declared shape passes here: sizes that overflow or exceed the
+  // memory budget stop at the tensor that has them, before anything is allocated.
+  const std::string what = fmt::format("tensor '{}'", name);
+  check_memory_budget(checked_nbytes(shape, dtype_size(dtype), what),
+                      fmt::format("{} ({} {})", what, dtype_name(dtype), shape_to_string(shape)));
   TensorInfo& info = add_tensor(name);
   info.dtype = dtype;
   info.shape = std::move(shape);
@@ -79,8 +85,7 @@ void Graph::require_static_shapes(const std::string& what) const {
       std::count_if(nodes.begin(), nodes.end(), [&](const Node& n) { return is_dynamic_node(n); });
   unsupported(
       "{} needs static shapes, but graph '{}' has {} node(s) whose output shapes depend on "
-      "tensor values, first {}; only the reference interpreter runs such graphs (orchid run "
-      "without --device/--plan)",
+      "tensor values, first {}; only the reference interpreter runs such graphs",
       what, name, count, node->describe());
 }
 
@@ -141,7 +146,6 @@ std::unordered_map<std::string, std::vector<std::size_t>> Graph::consumers() con
 std::vector<std::size_t> Graph::topological_order() const {
   const auto producer = producers();
   std::vector<std::vector<std::size_t>> successors(nodes.size());
-  std::vector<std::size_t> pending(nodes.size(), 0);
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     std::unordered_set<std::size_t> seen;
     for (const auto& t : nodes[i].inputs) {
@@ -149,28 +153,14 @@ std::vector<std::size_t> Graph::topological_order() const {
       auto it = producer.find(t);
       if (it == producer.end() || !seen.insert(it->second).second) continue;
       successors[it->second].push_back(i);
-      ++pending[i];
     }
   }
-  std::priority_queue<std::size_t, std::vector<std::size_t>, std::greater<>> ready;
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    if (pending[i] == 0) ready.push(i);
-  }
-  std::vector<std::size_t> order;
-  order.reserve(nodes.size());
-  while (!ready.empty()) {
-    const std::size_t i = ready.top();
-    ready.pop();
-    order.push_back(i);
-    for (std::size_t s : successors[i]) {
-      if (--pending[s] == 0) ready.push(s);
-    }
-  }
+  std::vector<std::size_t> order = stable_topological_order(successors);
   if (order.size() != nodes.size()) {
+    std::vector<bool> placed(nodes.size(), false);
+    for (std::size_t i : order) placed[i] = true;
     for (std::size_t i = 0; i < nodes.size(); ++i) {
-      if (pending[i] != 0) {
-        fail("graph '{}' has a cycle through {}", name, nodes[i].describe());
-      }
+      if (!placed[i]) fail("graph '{}' has a cycle through {}", name, nodes[i].describe());
     }
   }
   return order;

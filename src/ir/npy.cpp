@@ -1,11 +1,14 @@
 #include "ir/npy.hpp"
 
+#include <climits>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <string_view>
 
 #include "util/atomic_file.hpp"
+#include "util/checked_math.hpp"
 #include "util/error.hpp"
+#include "util/memory_budget.hpp"
+#include "util/safe_file.hpp"
 
 namespace orchid {
 
@@ -52,38 +55,141 @@ DType dtype_of_descr(const std::string& descr, const std::string& path) {
       path, descr);
 }
 
-// Extracts the value text of `key` from the header dict, e.g. 'descr': '<f4'.
-std::string header_value(const std::string& header, const std::string& key,
-                         const std::string& path) {
-  const std::string quoted = "'" + key + "'";
-  auto pos = header.find(quoted);
-  if (pos == std::string::npos) fail("'{}': .npy header has no '{}' entry", path, key);
-  pos = header.find(':', pos);
-  if (pos == std::string::npos) fail("'{}': malformed .npy header", path);
-  ++pos;
-  while (pos < header.size() && header[pos] == ' ') ++pos;
-  if (pos >= header.size()) fail("'{}': malformed .npy header", path);
-  if (header[pos] == '\'') {
-    auto end = header.find('\'', pos + 1);
-    if (end == std::string::npos) fail("'{}': malformed .npy header", path);
-    return header.substr(pos + 1, end - pos - 1);
+// The header is a Python dict literal; numpy writes exactly three keys:
+// {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }. Parsed as such (not by
+// searching for substrings), so 'fortran_order': Maybe or a shape of (4.5, 16) fail.
+struct NpyHeader {
+  std::string descr;
+  bool fortran_order = false;
+  Shape shape;
+};
+
+class HeaderParser {
+ public:
+  HeaderParser(std::string_view text, const std::string& path) : text_(text), path_(path) {}
+
+  NpyHeader parse() {
+    NpyHeader h;
+    bool has_descr = false, has_order = false, has_shape = false;
+    expect('{');
+    while (true) {
+      skip_blanks();
+      if (peek() == '}') break;
+      const std::string key = string_literal();
+      expect(':');
+      if (key == "descr" && !has_descr) {
+        h.descr = string_literal();
+        has_descr = true;
+      } else if (key == "fortran_order" && !has_order) {
+        h.fortran_order = boolean();
+        has_order = true;
+      } else if (key == "shape" && !has_shape) {
+        h.shape = tuple();
+        has_shape = true;
+      } else {
+        bad(fmt::format("unexpected or repeated key '{}'", key));
+      }
+      skip_blanks();
+      if (peek() == ',') {
+        ++pos_;
+        continue;
+      }
+      if (peek() != '}') bad("expected ',' or '}'");
+    }
+    ++pos_;
+    skip_blanks();
+    if (pos_ != text_.size()) bad("text after the closing '}'");
+    if (!has_descr || !has_order || !has_shape) {
+      bad("it needs the keys 'descr', 'fortran_order' and 'shape'");
+    }
+    return h;
   }
-  if (header[pos] == '(') {
-    auto end = header.find(')', pos);
-    if (end == std::string::npos) fail("'{}': malformed .npy header", path);
-    return header.substr(pos + 1, end - pos - 1);
+
+ private:
+  [[noreturn]] void bad(const std::string& what) const {
+    fail("'{}': malformed .npy header at byte {}: {}", path_, pos_, what);
   }
-  auto end = header.find_first_of(",}", pos);
-  return header.substr(pos, end - pos);
-}
+  char peek() const { return pos_ < text_.size() ? text_[pos_] : '\0'; }
+  void skip_blanks() {
+    while (pos_ < text_.size() &&
+           (text_[pos_] == ' ' || text_[pos_] == '\n' || text_[pos_] == '\t'))
+      ++pos_;
+  }
+  void expect(char c) {
+    skip_blanks();
+    if (peek() != c) bad(fmt::format("expected '{}'", c));
+    ++pos_;
+  }
+  std::string string_literal() {
+    skip_blanks();
+    const char quote = peek();
+    if (quote != '\'' && quote != '"') bad("expected a quoted string");
+    const auto end = text_.find(quote, pos_ + 1);
+    if (end == std::string_view::npos) bad("unterminated string");
+    std::string out(text_.substr(pos_ + 1, end - pos_ - 1));
+    pos_ = end + 1;
+    return out;
+  }
+  bool boolean() {
+    skip_blanks();
+    if (text_.substr(pos_, 4) == "True") {
+      pos_ += 4;
+      return true;
+    }
+    if (text_.substr(pos_, 5) == "False") {
+      pos_ += 5;
+      return false;
+    }
+    bad("fortran_order must be True or False");
+  }
+  std::int64_t integer() {
+    skip_blanks();
+    const std::size_t start = pos_;
+    // The whole token up to ',' or ')': "4.5" or "-1" is one bad dimension.
+    while (pos_ < text_.size() && text_[pos_] != ',' && text_[pos_] != ')' && text_[pos_] != ' ')
+      ++pos_;
+    const auto v = parse_int64(std::string(text_.substr(start, pos_ - start)), 0, INT64_MAX);
+    if (!v) {
+      pos_ = start;
+      bad("a dimension must be a non-negative integer");
+    }
+    return *v;
+  }
+  Shape tuple() {
+    expect('(');
+    Shape out;
+    skip_blanks();
+    if (peek() == ')') {
+      ++pos_;
+      return out;
+    }
+    while (true) {
+      out.push_back(integer());
+      skip_blanks();
+      if (peek() == ')') {
+        // Python's (n) is a number, not a tuple: numpy writes (n,).
+        if (out.size() == 1) bad("a one-dimensional shape is written (n,)");
+        ++pos_;
+        return out;
+      }
+      expect(',');
+      skip_blanks();
+      if (peek() == ')') {
+        ++pos_;
+        return out;
+      }
+    }
+  }
+
+  std::string_view text_;
+  const std::string& path_;
+  std::size_t pos_ = 0;
+};
 
 }  // namespace
 
-Tensor read_npy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot open '{}'", path);
-  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (content.size() < 10 || content.compare(0, 6, kMagic, 6) != 0) {
+Tensor parse_npy(std::string_view content, const std::string& path) {
+  if (content.size() < 10 || content.compare(0, 6, std::string_view(kMagic, 6)) != 0) {
     fail("'{}' is not a .npy file (bad magic)", path);
   }
   const int major = static_cast<unsigned char>(content[6]);
@@ -102,37 +208,35 @@ Tensor read_npy(const std::string& path) {
   } else {
     fail("'{}': unsupported .npy format version {}", path, major);
   }
-  if (offset + header_len > content.size()) fail("'{}': truncated .npy header", path);
-  const std::string header = content.substr(offset, header_len);
-  const DType dtype = dtype_of_descr(header_value(header, "descr", path), path);
-  const std::string fortran = header_value(header, "fortran_order", path);
-  if (fortran.find("True") != std::string::npos) {
+  if (header_len > content.size() - offset) fail("'{}': truncated .npy header", path);
+  const NpyHeader header = HeaderParser(content.substr(offset, header_len), path).parse();
+  const DType dtype = dtype_of_descr(header.descr, path);
+  if (header.fortran_order) {
     unsupported("'{}': Fortran-order .npy arrays are not supported", path);
   }
-  Shape shape;
-  std::stringstream dims(header_value(header, "shape", path));
-  std::string item;
-  while (std::getline(dims, item, ',')) {
-    const auto first = item.find_first_not_of(' ');
-    if (first == std::string::npos) continue;
-    try {
-      shape.push_back(std::stoll(item.substr(first)));
-    } catch (const std::exception&) {
-      fail("'{}': bad dimension '{}' in .npy shape", path, item);
-    }
-    if (shape.back() < 0) fail("'{}': negative dimension in .npy shape", path);
-  }
-  Tensor tensor(dtype, shape);
+  const std::string what =
+      fmt::format("'{}': {} {} array", path, dtype_name(dtype), shape_to_string(header.shape));
+  const std::int64_t nbytes = checked_nbytes(header.shape, dtype_size(dtype), what);
   const std::size_t data_offset = offset + header_len;
-  if (content.size() - data_offset < tensor.nbytes()) {
+  // Compared before allocating: a header cannot ask for more than the file holds.
+  if (content.size() - data_offset < static_cast<std::uint64_t>(nbytes)) {
     fail("'{}': data is truncated ({} bytes, {} expected for {} {})", path,
-         content.size() - data_offset, tensor.nbytes(), dtype_name(dtype), shape_to_string(shape));
+         content.size() - data_offset, nbytes, dtype_name(dtype), shape_to_string(header.shape));
   }
-  std::memcpy(tensor.raw(), content.data() + data_offset, tensor.nbytes());
+  Tensor tensor(dtype, header.shape);
+  if (nbytes > 0) std::memcpy(tensor.raw(), content.data() + data_offset, tensor.nbytes());
   return tensor;
 }
 
-void write_npy(const std::string& path, const Tensor& tensor) {
+Tensor read_npy(const std::string& path) {
+  // Header (at most 4 GiB by format) plus data within the memory budget.
+  const std::int64_t limit =
+      add_no_overflow(memory_budget(), std::int64_t{1} << 32).value_or(INT64_MAX);
+  const std::string content = read_regular_file(path, limit, ".npy file");
+  return parse_npy(content, path);
+}
+
+std::string encode_npy(const Tensor& tensor) {
   std::string shape = "(";
   for (std::size_t i = 0; i < tensor.shape().size(); ++i) {
     shape += std::to_string(tensor.shape()[i]);
@@ -153,7 +257,11 @@ void write_npy(const std::string& path, const Tensor& tensor) {
   out += static_cast<char>((header.size() >> 8) & 0xff);
   out += header;
   out.append(reinterpret_cast<const char*>(tensor.raw()), tensor.nbytes());
-  write_file_atomically(path, out);
+  return out;
+}
+
+void write_npy(const std::string& path, const Tensor& tensor) {
+  write_file_atomically(path, encode_npy(tensor));
 }
 
 }  // namespace orchid

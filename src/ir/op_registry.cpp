@@ -61,6 +61,7 @@ const OpSchemaTable& schema_table() {
     register_layout_ops(t);
     register_constant_ops(t);
     register_selection_ops(t);
+    apply_op_traits(t);
     return t;
   }();
   return table;
@@ -72,6 +73,12 @@ const OpSchema* find_op_schema(const std::string& op_type) {
   const auto& table = schema_table();
   auto it = table.find(op_type);
   return it == table.end() ? nullptr : &it->second;
+}
+
+const OpTraits& op_traits(const std::string& op_type) {
+  static const OpTraits unknown;
+  const OpSchema* schema = find_op_schema(op_type);
+  return schema ? schema->traits : unknown;
 }
 
 std::vector<std::string> supported_op_types() {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ir/graph.hpp"
+#include "ir/op_traits.hpp"
 #include "util/error.hpp"
 
 namespace orchid {
@@ -74,6 +75,8 @@ struct OpSchema {
   // Output sizes depend on input values (NonZero, NonMaxSuppression): `infer` only checks
   // attributes and dtypes; the reference kernel computes the outputs and their shapes.
   bool value_dependent_shape = false;
+  // What the later stages know about the op (ir/op_traits.hpp; set by apply_op_traits).
+  OpTraits traits{};
 };
 
 using OpSchemaTable = std::unordered_map<std::string, OpSchema>;

@@ -2,14 +2,34 @@
 
 #include <algorithm>
 
+#include "util/checked_math.hpp"
 #include "util/error.hpp"
 
 namespace orchid {
 
-std::int64_t shape_numel(const Shape& shape) {
+std::int64_t checked_numel(const Shape& shape, const std::string& context) {
   std::int64_t n = 1;
-  for (auto d : shape) n *= d;
+  std::int64_t bound = 1;  // product with zeros counted as 1: every stride is below it
+  for (auto d : shape) {
+    if (d < 0) fail("{}: shape {} has a negative dimension", context, shape_to_string(shape));
+    const auto next = mul_no_overflow(bound, std::max<std::int64_t>(d, 1));
+    if (!next || *next > kMaxElements) {
+      fail("{}: shape {} has too many elements (more than {})", context, shape_to_string(shape),
+           kMaxElements);
+    }
+    bound = *next;
+    n *= d;
+  }
   return n;
+}
+
+std::int64_t checked_nbytes(const Shape& shape, std::size_t element_size,
+                            const std::string& context) {
+  return checked_numel(shape, context) * static_cast<std::int64_t>(element_size);
+}
+
+std::int64_t shape_numel(const Shape& shape) {
+  return checked_numel(shape, "tensor");
 }
 
 std::string shape_to_string(const Shape& shape) {

@@ -9,6 +9,15 @@ namespace orchid {
 
 using Shape = std::vector<std::int64_t>;
 
+// Element count. Every size derived from input goes through checked_numel: a negative
+// dimension or a count whose product (zero dimensions counted as 1, so strides fit too)
+// exceeds kMaxElements is an orchid::Error prefixed with `context`.
+inline constexpr std::int64_t kMaxElements = INT64_MAX / 16;  // bytes fit for every dtype
+std::int64_t checked_numel(const Shape& shape, const std::string& context);
+// checked_numel(shape) * element_size, which then cannot overflow.
+std::int64_t checked_nbytes(const Shape& shape, std::size_t element_size,
+                            const std::string& context);
+// checked_numel with a generic context (the shape itself).
 std::int64_t shape_numel(const Shape& shape);
 std::string shape_to_string(const Shape& shape);  // "1x3x224x224", "scalar" for rank 0
 

@@ -4,24 +4,22 @@
 #include <cstring>
 
 #include "util/error.hpp"
+#include "util/memory_budget.hpp"
 
 namespace orchid {
 
 Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
-  for (auto d : shape_) {
-    if (d < 0) fail("tensor shape {} has a negative dimension", shape_to_string(shape_));
-  }
-  bytes_.assign(static_cast<std::size_t>(numel()) * dtype_size(dtype_), std::byte{0});
+  const std::int64_t nbytes = checked_nbytes(shape_, dtype_size(dtype_), "tensor");
+  check_memory_budget(nbytes,
+                      fmt::format("a {} {} tensor", dtype_name(dtype_), shape_to_string(shape_)));
+  bytes_.assign(static_cast<std::size_t>(nbytes), std::byte{0});
 }
 
 Tensor Tensor::view(DType dtype, Shape shape, std::byte* data) {
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
-  for (auto d : t.shape_) {
-    if (d < 0) fail("tensor shape {} has a negative dimension", shape_to_string(t.shape_));
-  }
-  t.view_bytes_ = static_cast<std::size_t>(t.numel()) * dtype_size(dtype);
+  t.view_bytes_ = static_cast<std::size_t>(checked_nbytes(t.shape_, dtype_size(dtype), "tensor"));
   t.view_ = data;
   t.viewing_ = true;  // `data` may be null until rebind() points it somewhere
   return t;

@@ -30,7 +30,7 @@ struct GpuSpec {
 
 struct Design {
   std::string id;
-  std::string type;  // CNN, FC, LSTM or GPU: the class H2H groups accelerators by
+  std::string type;  // CNN, FC, LSTM, GPU or CPU: the class H2H groups accelerators by
   double throughput_gops = 0;
   double freq_mhz = 0;
   double dram_gb = 0;
@@ -42,6 +42,11 @@ struct Design {
   double power_w = 0;
   std::uint32_t supports = 0;  // bit per LayerKind
   bool is_gpu = false;
+  // A CPU-cluster "design": an MPI rank running the CPU plan executor with `threads`
+  // OpenMP threads. Its layer costs are measured (measured_cpu_cost.hpp); `gpu` then holds
+  // the CPU's roofline figures (configs/devices/cpu.toml) for the analytic fallback.
+  bool is_cpu = false;
+  int threads = 1;
   GpuSpec gpu;
 
   bool supports_kind(LayerKind k) const { return (supports >> static_cast<int>(k)) & 1u; }

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "util/error.hpp"
+
 namespace orchid::mapping {
 
 std::vector<bool> knapsack_fill(const std::vector<double>& sizes, double capacity, int units) {
@@ -19,15 +21,20 @@ std::vector<bool> knapsack_fill(const std::vector<double>& sizes, double capacit
     for (std::size_t i = 0; i < n; ++i) take[i] = sizes[i] > 0;
     return take;
   }
-  if (capacity <= 0 || units <= 0) return take;
+  if (!(capacity > 0) || units <= 0) return take;
   const double unit = capacity / units;
-  std::vector<int> w(n);
-  for (std::size_t i = 0; i < n; ++i) w[i] = static_cast<int>(std::ceil(sizes[i] / unit));
+  // Sizes are compared as doubles before the cast: 1e300 or NaN bytes would not fit an
+  // int (undefined behaviour) and could never be taken anyway.
+  std::vector<int> w(n, units + 1);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double units_needed = std::ceil(sizes[i] / unit);
+    if (units_needed >= 0 && units_needed <= units) w[i] = static_cast<int>(units_needed);
+  }
   // best[c] = most bytes within c units; keep[i][c] records the choice for backtracking.
   std::vector<double> best(units + 1, 0.0);
   std::vector<std::vector<bool>> keep(n, std::vector<bool>(units + 1, false));
   for (std::size_t i = 0; i < n; ++i) {
-    if (w[i] > units || sizes[i] <= 0) continue;
+    if (w[i] > units || !(sizes[i] > 0)) continue;
     for (int c = units; c >= w[i]; --c) {
       const double with = best[c - w[i]] + sizes[i];
       if (with > best[c]) {
@@ -56,6 +63,15 @@ Evaluator::Evaluator(const Workload& workload, const System& system,
   // costs (orchestrated, hence not free) are tabulated only for those sizes.
   std::vector<int> gpu_count(designs_, 0);
   for (int d : system.gpu_designs) ++gpu_count[d];
+  // The cost table has one entry per (layer, design, group size, strategy): bounded, so a
+  // huge workload on a huge system is an error rather than hours of tabulating.
+  const double entries = static_cast<double>(layers) * designs_ * (max_p_ + 1) * kStrategies;
+  if (entries > kMaxTableEntries) {
+    fail(
+        "workload '{}' ({} layers) on system '{}' ({} devices, {} designs) needs {:.3g} cost "
+        "table entries, more than {:.0e}",
+        workload.name, layers, system.name, max_p_, designs_, entries, kMaxTableEntries);
+  }
   compute_.assign(static_cast<std::size_t>(layers) * designs_ * (max_p_ + 1) * kStrategies, -1);
   comm_.assign(static_cast<std::size_t>(layers) * (max_p_ + 1) * kStrategies, 0);
   for (int l = 0; l < layers; ++l) {
@@ -73,6 +89,24 @@ Evaluator::Evaluator(const Workload& workload, const System& system,
         }
       }
     }
+  }
+  // An infeasible mapping is charged kInfeasible seconds; a workload whose layers take
+  // longer than that even on their best design would make infeasible mappings win.
+  double serial = 0;
+  for (int l = 0; l < layers; ++l) {
+    double best = std::numeric_limits<double>::infinity();
+    for (int d = 0; d < designs_; ++d) {
+      const double t = compute_[slot(l, d, 1, Strategy::None)];
+      if (t >= 0) best = std::min(best, t);
+    }
+    if (std::isfinite(best)) serial += best;
+    if (std::isnan(best)) serial = best;
+  }
+  if (!(serial <= kMaxSerialSeconds)) {
+    fail(
+        "workload '{}' would take {:.3g} s per inference on system '{}' even layer by layer on "
+        "the best designs; the mapper ranks plans up to {:.0e} s",
+        workload.name, serial, system.name, kMaxSerialSeconds);
   }
   // Priority: longest path to the end, each layer at its best single-device cost.
   std::vector<double> level(layers, 0);

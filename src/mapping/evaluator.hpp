@@ -46,6 +46,9 @@ struct Schedule {
 
 // Penalty makespan of a mapping that breaks a constraint (unsupported layer, memory).
 inline constexpr double kInfeasible = 1e9;
+// Limits that keep kInfeasible above every feasible makespan and the cost table small.
+inline constexpr double kMaxSerialSeconds = 1e6;
+inline constexpr double kMaxTableEntries = 1e8;
 
 class Evaluator {
  public:

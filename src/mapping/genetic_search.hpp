@@ -27,9 +27,34 @@ struct SearchOptions {
   // Polish the GA's best individual by first-improvement local search (move one device
   // between groups, move one layer run to another group, change one group's design).
   bool local_search = true;
+  int local_search_passes = 50;  // at most this many improving moves
   // Complete mappings (e.g. the baselines' plans) the result is never worse than: each
   // is costed as given and with greedy sharding; the best of them and the GA wins.
   std::vector<Mapping> seed_mappings;
+
+  // Encoding: consecutive layers of one modality are placed together in runs ("units");
+  // a workload is cut into at most this many runs, which bounds the outer chromosome.
+  int max_layer_runs = 40;
+
+  // Outer GA operators. The defaults are the values every committed benchmark used.
+  int elites = 2;                     // best individuals copied into the next generation
+  int tournament_size = 3;            // contestants per parent selection (least latency wins)
+  double crossover_rate = 0.9;        // else the child is a copy of its first parent
+  double device_move_rate = 0.4;      // move 1..all devices of one group to another
+  double design_mutation_rate = 0.1;  // per group: load a random design
+  // Per layer run: reassign it (to a neighbour's group or a random one) with probability
+  // min(run_mutation_max, run_mutations_per_child / runs).
+  double run_mutation_max = 0.3;
+  double run_mutations_per_child = 2.0;
+  // Random individuals that fill the first population copy a seed's placement and move
+  // each run to a random group with probability 1 / random_run_move_one_in.
+  int random_run_move_one_in = 3;
+
+  // Inner (sharding) GA operators.
+  int inner_random_layer_one_in = 4;  // initial individuals: each layer re-drawn with 1/4
+  double inner_mutation_max = 0.5;    // per layer: min(max, per_child / free layers)
+  double inner_mutations_per_child = 2.0;
+  int inner_stagnation = 3;  // stop after this many generations without improvement
 };
 
 struct SearchResult {

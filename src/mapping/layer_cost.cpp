@@ -69,7 +69,7 @@ double gpu_roofline_seconds(const GpuSpec& gpu, const Layer& l) {
 
 double AnalyticCostProvider::compute_seconds(const Layer& l, const Design& d) const {
   if (!d.supports_kind(l.kind)) return -1;
-  if (d.is_gpu) return gpu_roofline_seconds(d.gpu, l);
+  if (d.is_gpu || d.is_cpu) return gpu_roofline_seconds(d.gpu, l);
   const double b = static_cast<double>(l.batch);
   const double epilogue = l.elems > 0 && l.kind != LayerKind::Cheap
                               ? cheap_core_seconds(d, static_cast<double>(l.elems) * b)

@@ -28,7 +28,7 @@ double per_second(double bw_gbs) {
   return bw_gbs * 1e9;
 }
 std::int64_t split(std::int64_t v, int p) {
-  return (v + p - 1) / p;
+  return v / p + (v % p != 0 ? 1 : 0);  // ceil(v / p) without forming v + p - 1
 }
 }  // namespace
 

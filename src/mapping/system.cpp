@@ -1,13 +1,15 @@
 // TOML loading and validation of design libraries and systems.
 #include "mapping/system.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <toml++/toml.h>
 
 #include "util/error.hpp"
+#include "util/printable.hpp"
+#include "util/safe_file.hpp"
 
 namespace orchid::mapping {
 
@@ -39,12 +41,23 @@ bool parse_kind(std::string_view text, LayerKind& kind) {
 
 namespace {
 
+constexpr std::int64_t kMaxConfigBytes = std::int64_t{16} << 20;
+constexpr double kMinFigure = 1e-6;
+constexpr double kMaxFigure = 1e9;
+constexpr int kMaxDevices = 4096;
+
 std::string read_text(const std::string& path, const char* what) {
-  std::ifstream in(path);
-  if (!in) fail("{}: cannot open {} file", path, what);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return read_regular_file(path, kMaxConfigBytes, fmt::format("{} file", what));
+}
+
+// Every key a table may hold; anything else (often a misspelling) is an error naming it.
+void allow_keys(const toml::table& t, std::initializer_list<std::string_view> keys,
+                const std::string& path, const std::string& where) {
+  for (const auto& [k, v] : t) {
+    if (std::find(keys.begin(), keys.end(), k.str()) == keys.end()) {
+      fail("{}: {}: unknown key '{}'", path, where, printable(k.str()));
+    }
+  }
 }
 
 toml::table parse_toml(const std::string& text, const std::string& path) {
@@ -63,15 +76,38 @@ double number(const toml::table& t, const std::string& key, const std::string& p
     if (required) fail("{}: {}: missing key '{}'", path, where, key);
     return fallback;
   }
-  if (auto v = node->value<double>()) return *v;
-  fail("{}: {}: key '{}' must be a number", path, where, key);
+  if (!node->is_number()) fail("{}: {}: key '{}' must be a number", path, where, key);
+  const double v = *node->value<double>();
+  if (!std::isfinite(v))
+    fail("{}: {}: key '{}' must be a finite number, got {}", path, where, key, v);
+  return v;
 }
 
+// Positive figures (bandwidths, throughputs, sizes) lie in [kMinFigure, kMaxFigure]: a
+// 1e-300 bandwidth is as broken as a negative one (it overflows every time computed).
 double positive(const toml::table& t, const std::string& key, const std::string& path,
                 const std::string& where, bool required = true, double fallback = 0) {
   const double v = number(t, key, path, where, required, fallback);
-  if (!(v > 0)) fail("{}: {}: key '{}' must be positive, got {}", path, where, key, v);
+  if (!(v >= kMinFigure && v <= kMaxFigure)) {
+    fail("{}: {}: key '{}' must lie in [{}, {}], got {}", path, where, key, kMinFigure, kMaxFigure,
+         v);
+  }
   return v;
+}
+
+// A TOML integer in [lo, hi].
+int integer(const toml::table& t, const std::string& key, const std::string& path,
+            const std::string& where, int lo, int hi, bool required = true, int fallback = 0) {
+  const toml::node* node = t.get(key);
+  if (node == nullptr) {
+    if (required) fail("{}: {}: missing key '{}'", path, where, key);
+    return fallback;
+  }
+  const auto v = node->value_exact<std::int64_t>();
+  if (!v || *v < lo || *v > hi) {
+    fail("{}: {}: key '{}' must be an integer in [{}, {}]", path, where, key, lo, hi);
+  }
+  return static_cast<int>(*v);
 }
 
 std::string text(const toml::table& t, const std::string& key, const std::string& path,
@@ -100,14 +136,22 @@ std::vector<std::string> strings(const toml::table& t, const std::string& key,
   return out;
 }
 
-std::string resolve(const std::string& base_file, const std::string& relative) {
-  std::filesystem::path p(relative);
-  if (p.is_absolute()) return p.string();
-  return (std::filesystem::path(base_file).parent_path() / p).lexically_normal().string();
-}
-
-int as_int(double v) {
-  return static_cast<int>(v + 0.5);
+// A file a system names, relative to the system file: it must resolve (symlinks
+// followed) inside the config tree, the folder above the system file's folder
+// (configs/ for configs/systems/x.toml), so a downloaded system cannot read elsewhere.
+std::string resolve(const std::string& base_file, const std::string& relative,
+                    const std::string& key) {
+  namespace fs = std::filesystem;
+  if (fs::path(relative).is_absolute()) {
+    fail("{}: key '{}': '{}' is absolute; name files relative to the system file", base_file, key,
+         printable(relative));
+  }
+  const fs::path folder = fs::path(base_file).parent_path();
+  std::error_code ec;
+  const fs::path base = fs::weakly_canonical(folder.empty() ? fs::path(".") : folder, ec);
+  if (ec) fail("{}: its folder cannot be resolved: {}", base_file, ec.message());
+  return confined_path(base.parent_path().string(), (base.filename() / relative).string(),
+                       fmt::format("{}: key '{}'", base_file, key));
 }
 
 GpuSpec gpu_from_table(const toml::table& t, const std::string& path, const std::string& where,
@@ -117,8 +161,8 @@ GpuSpec gpu_from_table(const toml::table& t, const std::string& path, const std:
   g.dram_bandwidth_gbs = positive(t, "dram_bandwidth_gbs", path, where);
   g.peak_fp32_gflops = positive(t, "peak_fp32_gflops", path, where);
   g.launch_overhead_us = number(t, "launch_overhead_us", path, where, true);
-  if (g.launch_overhead_us < 0) {
-    fail("{}: {}: key 'launch_overhead_us' must not be negative", path, where);
+  if (g.launch_overhead_us < 0 || g.launch_overhead_us > kMaxFigure) {
+    fail("{}: {}: key 'launch_overhead_us' must lie in [0, {}]", path, where, kMaxFigure);
   }
   g.memory_gb = positive(t, "memory_gb", path, where, false, 80);
   return g;
@@ -139,6 +183,30 @@ Design gpu_design(const GpuSpec& spec) {
   return d;
 }
 
+// [devices.cpu]: ranks running the CPU executor with `threads` threads each; `device`
+// names the CPU's spec in configs/devices (default "cpu") for the roofline fallback.
+Design cpu_rank_design(const toml::table& t, const std::string& path, int& ranks) {
+  const std::string where = "[devices.cpu]";
+  const double r = positive(t, "ranks", path, where);
+  if (r != static_cast<int>(r)) fail("{}: {}: key 'ranks' must be an integer", path, where);
+  ranks = static_cast<int>(r);
+  const double threads = positive(t, "threads", path, where, false, 1);
+  if (threads != static_cast<int>(threads)) {
+    fail("{}: {}: key 'threads' must be an integer", path, where);
+  }
+  const std::string device = text(t, "device", path, where, false, "cpu");
+  Design d = gpu_design(load_gpu_spec(resolve(path, "../devices/" + device + ".toml")));
+  d.is_gpu = false;
+  d.is_cpu = true;
+  d.threads = static_cast<int>(threads);
+  d.id = fmt::format("cpu:{}x{}", device, d.threads);
+  d.type = "CPU";
+  d.dram_gb = positive(t, "memory_gb", path, where, false, 16);
+  d.weight_fraction = 1;
+  d.power_w = 0;
+  return d;
+}
+
 }  // namespace
 
 int System::design_index(const std::string& id) const {
@@ -150,6 +218,7 @@ int System::design_index(const std::string& id) const {
 
 std::vector<Design> parse_design_library(const std::string& content, const std::string& path) {
   const toml::table root = parse_toml(content, path);
+  allow_keys(root, {"design"}, path, "design library");
   const toml::array* list = root["design"].as_array();
   if (list == nullptr || list->empty()) fail("{}: no [[design]] tables", path);
   std::vector<Design> out;
@@ -158,7 +227,11 @@ std::vector<Design> parse_design_library(const std::string& content, const std::
     if (t == nullptr) fail("{}: design[{}] is not a table", path, i);
     Design d;
     d.id = text(*t, "id", path, fmt::format("design[{}]", i), true);
-    const std::string where = fmt::format("design '{}'", d.id);
+    const std::string where = fmt::format("design '{}'", printable(d.id));
+    allow_keys(*t,
+               {"id", "type", "supports", "throughput_gops", "freq_mhz", "dram_gb",
+                "weight_fraction", "port_bits", "dtype_bits", "tiling", "power_w"},
+               path, where);
     for (const Design& other : out) {
       if (other.id == d.id) fail("{}: {}: duplicate design id", path, where);
     }
@@ -173,18 +246,25 @@ std::vector<Design> parse_design_library(const std::string& content, const std::
     if (d.weight_fraction < 0 || d.weight_fraction > 1) {
       fail("{}: {}: key 'weight_fraction' must lie in [0, 1]", path, where);
     }
-    d.port_bits = as_int(positive(*t, "port_bits", path, where));
-    d.dtype_bits = as_int(positive(*t, "dtype_bits", path, where, false, 32));
+    d.port_bits = integer(*t, "port_bits", path, where, 1, 1 << 20);
+    d.dtype_bits = integer(*t, "dtype_bits", path, where, 1, 64, false, 32);
     d.power_w = number(*t, "power_w", path, where, false, 0);
-    if (d.power_w < 0) fail("{}: {}: key 'power_w' must not be negative", path, where);
+    if (d.power_w < 0 || d.power_w > kMaxFigure) {
+      fail("{}: {}: key 'power_w' must lie in [0, {}]", path, where, kMaxFigure);
+    }
+    if (t->contains("tiling") && !(*t)["tiling"].is_table()) {
+      fail("{}: {}: key 'tiling' must be a table", path, where);
+    }
     if (const toml::table* tiling = (*t)["tiling"].as_table()) {
       const std::string tw = where + " tiling";
-      d.tm = as_int(positive(*tiling, "tm", path, tw));
-      d.tn = as_int(positive(*tiling, "tn", path, tw));
-      d.tr = as_int(positive(*tiling, "tr", path, tw));
-      d.tc = as_int(positive(*tiling, "tc", path, tw));
-      d.tr_in = as_int(positive(*tiling, "tr_in", path, tw, false, d.tr));
-      d.tc_in = as_int(positive(*tiling, "tc_in", path, tw, false, d.tc));
+      allow_keys(*tiling, {"tm", "tn", "tr", "tc", "tr_in", "tc_in"}, path, tw);
+      constexpr int kMaxTile = 1 << 16;
+      d.tm = integer(*tiling, "tm", path, tw, 1, kMaxTile);
+      d.tn = integer(*tiling, "tn", path, tw, 1, kMaxTile);
+      d.tr = integer(*tiling, "tr", path, tw, 1, kMaxTile);
+      d.tc = integer(*tiling, "tc", path, tw, 1, kMaxTile);
+      d.tr_in = integer(*tiling, "tr_in", path, tw, 1, kMaxTile, false, d.tr);
+      d.tc_in = integer(*tiling, "tc_in", path, tw, 1, kMaxTile, false, d.tc);
     } else if (d.type == "CNN") {
       fail("{}: {}: a CNN design needs a 'tiling' table (tm, tn, tr, tc)", path, where);
     }
@@ -222,11 +302,40 @@ GpuSpec load_gpu_spec(const std::string& path) {
 
 System parse_system(const std::string& content, const std::string& path) {
   const toml::table root = parse_toml(content, path);
+  allow_keys(root,
+             {"name", "description", "design_library", "designs", "devices", "bandwidth", "options",
+              "baseline"},
+             path, "system");
   System s;
   s.path = path;
   s.name = text(root, "name", path, "system", false, std::filesystem::path(path).stem().string());
+  const toml::table* devices = root["devices"].as_table();
+  if (devices == nullptr) fail("{}: missing table [devices]", path);
+  allow_keys(*devices, {"fpga", "gpu", "cpu"}, path, "[devices]");
+  if (const toml::node* cpu = devices->get("cpu")) {
+    // A CPU cluster: no design library, every rank is the CPU executor.
+    if (cpu->as_table() == nullptr) fail("{}: [devices]: key 'cpu' must be a table", path);
+    for (const char* other : {"fpga", "gpu"}) {
+      if (devices->get(other) != nullptr) {
+        fail("{}: [devices]: key '{}' cannot be combined with a CPU cluster ([devices.cpu])", path,
+             other);
+      }
+    }
+    s.designs.push_back(cpu_rank_design(*cpu->as_table(), path, s.cpu_ranks));
+    s.fpga_devices = s.cpu_ranks;
+    s.baseline_designs = {0};
+    const toml::table* bw = root["bandwidth"].as_table();
+    if (bw == nullptr) {
+      fail("{}: missing table [bandwidth] (write it with `orchid calibrate-net --system {}`)", path,
+           path);
+    }
+    s.intra_group_gbs = positive(*bw, "intra_group_gbs", path, "[bandwidth]");
+    s.inter_group_gbs = positive(*bw, "inter_group_gbs", path, "[bandwidth]");
+    s.host_gbs = positive(*bw, "host_gbs", path, "[bandwidth]");
+    return s;
+  }
   const std::string lib = text(root, "design_library", path, "system", true);
-  std::vector<Design> library = load_design_library(resolve(path, lib));
+  std::vector<Design> library = load_design_library(resolve(path, lib, "design_library"));
   const std::vector<std::string> allowed = strings(root, "designs", path, "system");
   if (allowed.empty()) {
     s.designs = library;
@@ -243,27 +352,29 @@ System parse_system(const std::string& content, const std::string& path) {
     }
   }
 
-  const toml::table* devices = root["devices"].as_table();
-  if (devices == nullptr) fail("{}: missing table [devices]", path);
-  const double count = number(*devices, "fpga", path, "[devices]", true);
-  if (count < 0 || count != static_cast<int>(count)) {
-    fail("{}: [devices]: key 'fpga' must be a non-negative integer", path);
-  }
-  s.fpga_devices = static_cast<int>(count);
+  s.fpga_devices = integer(*devices, "fpga", path, "[devices]", 0, kMaxDevices);
   if (const toml::array* gpus = (*devices)["gpu"].as_array()) {
     for (std::size_t i = 0; i < gpus->size(); ++i) {
       const toml::table* g = gpus->get(i)->as_table();
       const std::string where = fmt::format("[[devices.gpu]] #{}", i + 1);
       if (g == nullptr) fail("{}: {} is not a table", path, where);
+      allow_keys(*g, {"device", "spec", "name", "count"}, path, where);
       GpuSpec spec;
       if (const toml::table* inline_spec = (*g)["spec"].as_table()) {
         spec = gpu_from_table(*inline_spec, path, where + " spec",
                               text(*g, "name", path, where, false, fmt::format("gpu{}", i)));
       } else {
         const std::string dev = text(*g, "device", path, where, true);
-        spec = load_gpu_spec(resolve(path, "../devices/" + dev + ".toml"));
+        if (dev.empty() || dev.find_first_of("/\\") != std::string::npos || dev[0] == '.') {
+          fail("{}: {}: key 'device' must be a device name (a file in devices/), got '{}'", path,
+               where, printable(dev));
+        }
+        spec = load_gpu_spec(resolve(path, "../devices/" + dev + ".toml", "device"));
       }
-      const int copies = as_int(positive(*g, "count", path, where, false, 1));
+      const int copies = integer(*g, "count", path, where, 1, kMaxDevices, false, 1);
+      if (static_cast<int>(s.gpu_designs.size()) + copies > kMaxDevices) {
+        fail("{}: [devices]: more than {} GPUs", path, kMaxDevices);
+      }
       int index = s.design_index("gpu:" + spec.name);
       if (index < 0) {
         s.designs.push_back(gpu_design(spec));
@@ -281,6 +392,8 @@ System parse_system(const std::string& content, const std::string& path) {
 
   const toml::table* bw = root["bandwidth"].as_table();
   if (bw == nullptr) fail("{}: missing table [bandwidth]", path);
+  allow_keys(*bw, {"intra_group_gbs", "inter_group_gbs", "host_gbs", "route_via_host"}, path,
+             "[bandwidth]");
   s.intra_group_gbs = positive(*bw, "intra_group_gbs", path, "[bandwidth]");
   s.inter_group_gbs = positive(*bw, "inter_group_gbs", path, "[bandwidth]");
   s.host_gbs = positive(*bw, "host_gbs", path, "[bandwidth]");
@@ -290,6 +403,7 @@ System parse_system(const std::string& content, const std::string& path) {
     s.route_via_host = *v;
   }
   if (const toml::table* opt = root["options"].as_table()) {
+    allow_keys(*opt, {"overlap"}, path, "[options]");
     if (const toml::node* n = opt->get("overlap")) {
       auto v = n->value<bool>();
       if (!v) fail("{}: [options]: key 'overlap' must be true or false", path);
@@ -298,6 +412,7 @@ System parse_system(const std::string& content, const std::string& path) {
   }
   std::vector<std::string> baseline;
   if (const toml::table* b = root["baseline"].as_table()) {
+    allow_keys(*b, {"designs"}, path, "[baseline]");
     baseline = strings(*b, "designs", path, "[baseline]");
   }
   for (const std::string& id : baseline) {

@@ -15,7 +15,10 @@ struct System {
   std::string name;
   std::string path;
   std::vector<Design> designs;  // the designs reconfigurable devices may carry
-  int fpga_devices = 0;         // reconfigurable slots
+  // Slots the search partitions into groups: reconfigurable FPGAs, or the MPI ranks of a
+  // CPU cluster ([devices.cpu]), whose only design is the CPU executor.
+  int fpga_devices = 0;
+  int cpu_ranks = 0;  // > 0: a CPU cluster of this many ranks (then fpga_devices == cpu_ranks)
   // Fixed GPU devices; gpu_designs[i] is the design of GPU i (index into designs).
   std::vector<int> gpu_designs;
   double intra_group_gbs = 0;   // between members of one group

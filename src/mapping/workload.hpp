@@ -8,7 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "ir/graph.hpp"
+#include "ir/node.hpp"
+#include "ir/tensor.hpp"
 #include "mapping/design.hpp"
 #include "util/config_roots.hpp"
 
@@ -61,6 +62,9 @@ struct Layer {
   std::shared_ptr<const LayerRecipe> recipe;
   std::vector<int> preds;
   std::vector<int> succs;
+  // Extraction only: the graph nodes (indices, topological order) this layer computes —
+  // its op, the epilogue folded into it and the layout ops that follow it.
+  std::vector<std::size_t> nodes;
 
   double weight_elements() const;  // per copy of the model
   double input_elements() const;   // whole batch
@@ -72,14 +76,15 @@ struct Workload {
   std::string name;
   std::int64_t batch = 1;
   std::vector<Layer> layers;  // topologically ordered
-  void link();                // fills succs from preds and checks the order
+  // Extraction only: layout nodes that read no layer (graph inputs and constants alone).
+  std::vector<std::size_t> free_nodes;
+  // Sorts the layers topologically (stable: the listed order wins ties, so chains keep
+  // their file order, which H2H's frontier order depends on), renumbers preds and fills
+  // succs. Fails naming the workload on a bad predecessor or a cycle.
+  void link();
 };
 
-// Heavy ops (Conv, Gemm/MatMul, LSTM) become layers; pooling, elementwise and norm ops
-// become cheap layers; layout ops (reshape, transpose, ...) are folded into edges.
-Workload extract_workload(const Graph& graph, std::int64_t batch, const std::string& name);
-Workload load_case_file(const std::string& path, std::int64_t batch);
-Workload parse_case(const std::string& text, const std::string& path, std::int64_t batch);
+// Sources: workload_from_graph.hpp (ONNX graphs), case_file.hpp (case files).
 // WORKLOAD is an .onnx path, a case file path, or a name looked up as
 // workloads/<name>.toml in the config roots, then models/<name>.onnx beside a root.
 Workload load_workload(const std::string& spec, std::int64_t batch, const ConfigRoots& roots);

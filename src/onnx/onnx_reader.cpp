@@ -7,6 +7,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "onnx/attribute_proto.hpp"
+#include "onnx/declared_sizes.hpp"
 #include "onnx/opset_upgrade.hpp"
 #include "onnx/proto_io.hpp"
 #include "onnx/stripped_weights.hpp"
@@ -54,6 +55,7 @@ class Reader {
   Graph read() {
     onnx::ModelProto model = load_model_proto(path_);
     opset_ = default_opset(model, path_);
+    check_declared_sizes(model, path_);
     regenerate_stripped_weights(model, base_dir_);
     const onnx::GraphProto& g = model.graph();
 
@@ -190,7 +192,10 @@ class Reader {
     const std::string& key = a.name();
     Tensor value;
     if (key == "value") {
-      value = std::move(std::get<Tensor>(node.attributes.at(key)));
+      // Any attribute type may carry the name 'value' in a hostile file (found by fuzzing).
+      auto* tensor = std::get_if<Tensor>(&node.attributes.at(key));
+      if (!tensor) fail("{}: attribute 'value' must be a tensor", where);
+      value = std::move(*tensor);
     } else if (key == "value_float") {
       value = Tensor::scalar_f32(node.attr_float(key, 0.0f));
     } else if (key == "value_floats") {

@@ -11,9 +11,12 @@
 #include <onnx/onnx_pb.h>
 
 #include "ir/dtype.hpp"
+#include "onnx/declared_sizes.hpp"
 #include "onnx/proto_io.hpp"
 #include "onnx/tensor_proto.hpp"
+#include "util/checked_math.hpp"
 #include "util/error.hpp"
+#include "util/memory_budget.hpp"
 
 namespace orchid {
 
@@ -87,16 +90,19 @@ std::int64_t int_attr(const onnx::NodeProto& node, const char* key, std::int64_t
   return fallback;
 }
 
+// Saturates instead of overflowing: the result only scales an initialisation range.
 std::int64_t ints_attr_product(const onnx::NodeProto& node, const char* key) {
   std::int64_t p = 1;
   for (const auto& a : node.attribute()) {
     if (a.name() == key) {
-      for (auto v : a.ints()) p *= std::max<std::int64_t>(v, 1);
+      for (auto v : a.ints())
+        p = mul_no_overflow(p, std::max<std::int64_t>(v, 1)).value_or(INT64_MAX);
     }
   }
   return p;
 }
 
+// Dims were checked by checked_numel before (regenerate), so the product fits.
 std::int64_t product(const std::vector<std::int64_t>& dims, std::size_t from) {
   std::int64_t p = 1;
   for (std::size_t i = from; i < dims.size(); ++i) p *= dims[i];
@@ -169,9 +175,12 @@ bool regenerable_dtype(std::int32_t type) {
 // Overwrites the tensor's data with its deterministic values, inline.
 void regenerate(onnx::TensorProto& tensor, Uniform range) {
   std::vector<std::int64_t> dims(tensor.dims().begin(), tensor.dims().end());
-  const std::int64_t n = product(dims, 0);
   const auto dtype = *dtype_from_onnx(tensor.data_type());
-  std::string bytes(static_cast<std::size_t>(n) * dtype_size(dtype), '\0');
+  const std::string what = "stripped weight '" + tensor.name() + "'";
+  const std::int64_t n = checked_numel(dims, what);
+  const std::int64_t nbytes = checked_nbytes(dims, dtype_size(dtype), what);
+  check_memory_budget(nbytes, what);
+  std::string bytes(static_cast<std::size_t>(nbytes), '\0');
   SplitMix64 rng(fnv1a64(tensor.name()));
   const double center = 0.5 * (range.lo + range.hi);
   const double half = 0.5 * (range.hi - range.lo);
@@ -219,6 +228,7 @@ int regenerate_stripped_weights(onnx::ModelProto& model, const std::string& base
     if (!side_file_missing(t, base_dir)) return;
     t.set_name(name);  // the seed is the tensor's graph name
     std::vector<std::int64_t> dims(t.dims().begin(), t.dims().end());
+    checked_numel(dims, "stripped weight '" + name + "'");  // before fan_in multiplies dims
     regenerate(t, role_distribution(role_use(uses, name), dims));
     ++count;
   };
@@ -234,6 +244,7 @@ int regenerate_stripped_weights(onnx::ModelProto& model, const std::string& base
 
 void materialize_stripped_weights(const std::string& in_path, const std::string& out_path) {
   onnx::ModelProto model = load_model_proto(in_path);
+  check_declared_sizes(model, in_path);
   const std::string base_dir = model_folder(in_path);
   regenerate_stripped_weights(model, base_dir);
   // Inline whatever still lives in side files, so OUT stands alone in any folder.

@@ -11,7 +11,10 @@
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <onnx/onnx_pb.h>
 
+#include "onnx/proto_io.hpp"
 #include "util/error.hpp"
+#include "util/memory_budget.hpp"
+#include "util/safe_file.hpp"
 
 namespace orchid {
 
@@ -115,17 +118,6 @@ ExternalRef external_ref(const TensorProto& proto, const std::string& context) {
   return ref;
 }
 
-// Number of elements, refusing negative dims and overflow.
-std::int64_t checked_numel(const TensorProto& proto, const std::string& context) {
-  std::int64_t n = 1;
-  for (auto d : proto.dims()) {
-    if (d < 0) fail("{}: negative dimension {}", context, d);
-    if (d != 0 && n > INT64_MAX / d) fail("{}: element count overflows", context);
-    n *= d;
-  }
-  return n;
-}
-
 // Typed-field storage: each dtype has exactly one field that can carry it; int32_data
 // carries int32, int8, uint8, bool and the bits of float16.
 const char* typed_field_name(DType dtype) {
@@ -203,30 +195,15 @@ std::string check_external(const TensorProto& proto, std::int64_t want, const st
     fail("{}: external data length {} does not match the tensor's {} bytes (file '{}')", context,
          ref.length, want, file);
   }
-  std::error_code ec;
-  if (!fs::is_regular_file(file, ec)) {
-    fail("{}: external data file '{}' does not exist", context, file);
+  const std::int64_t size = regular_file_size(file);
+  if (size < 0) {
+    fail("{}: external data file '{}' does not exist or is not a regular file", context, file);
   }
-  const auto size = static_cast<std::int64_t>(fs::file_size(file, ec));
-  if (ec || size < ref.offset || size - ref.offset < want) {
+  if (size < ref.offset || size - ref.offset < want) {
     fail("{}: external data file '{}' is too short (need {} bytes at offset {})", context, file,
          want, ref.offset);
   }
   return file;
-}
-
-void read_external(const TensorProto& proto, Tensor& out, const std::string& file,
-                   const std::string& context) {
-  const ExternalRef ref = external_ref(proto, context);
-  const auto want = static_cast<std::int64_t>(out.nbytes());
-  std::ifstream in(file, std::ios::binary);
-  if (!in) fail("{}: external data file '{}' cannot be opened", context, file);
-  in.seekg(ref.offset);
-  in.read(reinterpret_cast<char*>(out.raw()), want);
-  if (!in || in.gcount() != want) {
-    fail("{}: short read from external data file '{}' (need {} bytes at offset {})", context, file,
-         want, ref.offset);
-  }
 }
 
 }  // namespace
@@ -246,7 +223,8 @@ std::string external_data_path(const TensorProto& proto, const std::string& base
       fail("{}: external data location '{}' leaves the model folder", context, ref.location);
     }
   }
-  return (fs::path(base_dir) / location).string();
+  // Symlinks (the file, a folder on the way, relative links) must resolve inside too.
+  return confined_path(base_dir, ref.location, context + ": external data");
 }
 
 Tensor tensor_from_proto(const TensorProto& proto, const std::string& base_dir,
@@ -255,17 +233,16 @@ Tensor tensor_from_proto(const TensorProto& proto, const std::string& base_dir,
   const auto dtype = dtype_from_onnx(proto.data_type());
   if (!dtype) unsupported("{}: unsupported dtype {}", context, onnx_dtype_name(proto.data_type()));
   if (proto.has_segment()) unsupported("{}: segmented tensors are not supported", context);
-  const std::int64_t numel = checked_numel(proto, context);
-  const auto elem = static_cast<std::int64_t>(dtype_size(*dtype));
-  if (numel > INT64_MAX / elem) fail("{}: tensor is too large", context);
-
-  const std::int64_t nbytes = numel * elem;
+  const Shape dims(proto.dims().begin(), proto.dims().end());
+  const std::int64_t numel = checked_numel(dims, context);
+  const std::int64_t nbytes = checked_nbytes(dims, dtype_size(*dtype), context);
+  check_memory_budget(nbytes, context);
 
   // Validate the source size first, then allocate.
   if (has_external_data(proto)) {
     const std::string file = check_external(proto, nbytes, base_dir, context);
     Tensor out(*dtype, Shape(proto.dims().begin(), proto.dims().end()));
-    read_external(proto, out, file, context);
+    read_file_range(file, external_ref(proto, context).offset, nbytes, out.raw(), context);
     return out;
   }
   if (proto.has_raw_data()) {

@@ -40,12 +40,15 @@ bool is_linear(const Node& n) {
   return primitive_class(n) == PrimitiveClass::Linear;
 }
 bool is_reduction(const Node& n) {
-  return primitive_class(n) == PrimitiveClass::ReduceBroadcast && n.op_type != "Expand";
+  // Not a broadcast (Expand: the reduce/broadcast class's one pure data movement).
+  return primitive_class(n) == PrimitiveClass::ReduceBroadcast &&
+         op_traits(n.op_type).access != AccessPattern::Layout;
 }
 // Injective: elementwise or a pure index map (free to inline into a consumer).
 bool is_injective(const Node& n) {
   const PrimitiveClass c = primitive_class(n);
-  return c == PrimitiveClass::Elementwise || c == PrimitiveClass::Layout || n.op_type == "Expand";
+  return c == PrimitiveClass::Elementwise || c == PrimitiveClass::Layout ||
+         op_traits(n.op_type).access == AccessPattern::Layout;
 }
 
 }  // namespace

@@ -155,8 +155,8 @@ class Enumerator {
     found_.push_back(std::move(sorted));
     if (found_.size() > rules_.max_candidates_per_region) {
       fail(
-          "candidate enumeration: more than {} candidates in one region; lower "
-          "--max-kernel-size",
+          "candidate enumeration: more than {} candidates in one region; lower the largest "
+          "kernel size",
           rules_.max_candidates_per_region);
     }
   }

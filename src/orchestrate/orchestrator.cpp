@@ -18,6 +18,23 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
+// A region's selection within `seconds` (at least CBC's 1 s while time is left). With the
+// time spent, a feasible warm start (the greedy plan's kernels) stands as the answer,
+// unproven.
+SelectionResult solve_selection_within(const SelectionProblem& problem, double seconds) {
+  if (seconds <= 0 && !problem.warm_start.empty() &&
+      selection_is_feasible(problem, problem.warm_start)) {
+    SelectionResult result;
+    result.chosen = problem.warm_start;
+    std::sort(result.chosen.begin(), result.chosen.end());
+    for (int k : result.chosen) result.objective += problem.cost[static_cast<std::size_t>(k)];
+    result.best_bound = 0;
+    result.gap = result.objective > 0 ? 1.0 : 0.0;
+    return result;
+  }
+  return solve_selection_cbc(problem, std::max(1.0, seconds));
+}
+
 // Nodes that no graph output depends on: the alternative subgraphs.
 std::set<std::size_t> alternative_node_set(const Graph& g) {
   const auto producers = g.producers();
@@ -252,10 +269,19 @@ Orchestration orchestrate(const Graph& model, const CostModel& cost_model,
   }
 
   // Solve; if the chosen kernels cannot be ordered, forbid that cycle and re-solve.
-  const double per_region_limit =
-      options.time_limit_s / static_cast<double>(std::max<std::size_t>(1, problems.size()));
-  for (auto& rp : problems) {
-    rp.result = solve_selection_cbc(rp.problem, std::max(1.0, per_region_limit));
+  // The time limit is the whole search's: each region gets an equal share of what is
+  // left, and once it is spent the remaining regions keep their greedy (warm-start)
+  // selection instead of a solver run (a model of thousands of regions must not take
+  // thousands of solver minimums).
+  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(options.time_limit_s));
+  auto region_limit = [&](std::size_t regions_left) {
+    const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
+    return left / static_cast<double>(std::max<std::size_t>(1, regions_left));
+  };
+  for (std::size_t r = 0; r < problems.size(); ++r) {
+    problems[r].result =
+        solve_selection_within(problems[r].problem, region_limit(problems.size() - r));
   }
   for (int attempt = 0;; ++attempt) {
     std::vector<KernelChoice> choices;
@@ -284,8 +310,7 @@ Orchestration orchestrate(const Graph& model, const CostModel& cost_model,
     std::sort(nogood.begin(), nogood.end());
     problems[region].problem.nogoods.push_back(nogood);
     ++st.cycle_cuts;
-    problems[region].result =
-        solve_selection_cbc(problems[region].problem, std::max(1.0, per_region_limit));
+    problems[region].result = solve_selection_within(problems[region].problem, region_limit(1));
   }
   for (const auto& rp : problems) {
     st.blp_objective_us += rp.result.objective;

@@ -72,6 +72,13 @@ SelectionResult solve_selection_cbc(const SelectionProblem& p, double time_limit
   for (const auto& s : p.covers) {
     if (s.empty()) fail("kernel selection: a required tensor has no candidate producer");
   }
+  // CBC asserts on non-finite objective coefficients; they come from absurd model sizes.
+  for (double c : p.cost) {
+    if (!std::isfinite(c) || c < 0) {
+      fail("kernel selection: a candidate kernel's cost is {} (the model's sizes are out of range)",
+           c);
+    }
+  }
 
   // Rows are collected first and the matrix built in one piece: appending rows one by
   // one makes CoinPackedMatrix copy itself as it grows (quadratic; a region of 16,625

@@ -10,7 +10,7 @@
 #include <map>
 #include <set>
 
-#include "cost/conv_boundaries.hpp"
+#include "cost/layout_policy.hpp"
 #include "eval/random_inputs.hpp"
 #include "orchestrate/candidates.hpp"
 #include "orchestrate/plan.hpp"
@@ -90,7 +90,7 @@ KernelTiming time_kernel(const KernelView& kernel, const KernelTimerOptions& opt
     // As inside the model: boundary tensors that convolutions exchange with neighbouring
     // convolutions stay NHWC; the others are plain and cost their reorders.
     PlanExecutorOptions executor_options;
-    executor_options.boundary_nhwc = conv_neighbour_boundaries(kernel);
+    executor_options.boundary_nhwc = channels_last_boundaries(kernel);
     PlanExecutor executor(g, *plan, no_alternatives, executor_options);
     for (int r = 0; r < std::max(1, options.warmup_runs); ++r) executor.execute(inputs);
     std::vector<double> times;

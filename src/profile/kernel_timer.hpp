@@ -22,7 +22,9 @@ namespace orchid {
 // Bump when the timing methodology (or the executor's way of running a kernel) changes
 // so much that stored measurements should be taken again.
 // 2: weights flushed from the caches before each run; 3: boundary tensors NHWC where
-// the kernel's neighbours are convolutions (conv_neighbour_boundaries), as in a model.
+// the kernel's neighbours are convolutions (channels_last_boundaries), as in a model.
+// The layout rule itself is not versioned here: the executor, the timer and the kernel
+// signature share it (cost/layout_policy.hpp), and the signature records its answer.
 constexpr int kKernelTimerVersion = 3;
 
 struct KernelTimerOptions {

@@ -10,6 +10,7 @@
 #include "cost/kernel_signature.hpp"
 #include "util/atomic_file.hpp"
 #include "util/error.hpp"
+#include "util/safe_file.hpp"
 
 namespace orchid {
 
@@ -33,18 +34,14 @@ std::map<std::uint64_t, ProfileEntry> read_entries(const std::string& path,
   std::map<std::uint64_t, ProfileEntry> entries;
   std::error_code ec;
   if (!fs::exists(path, ec)) return entries;
-  std::ifstream in(path);
-  if (!in) fail("profile database '{}': cannot open it", path);
-  std::stringstream text;
-  text << in.rdbuf();
+  const std::string text = read_regular_file(path, std::int64_t{1} << 30, "profile database");
   json j;
-  try {
-    j = json::parse(text.str());
-  } catch (const std::exception& e) {
-    fail("profile database '{}' is not valid JSON ({}); delete it or pass another --profile-db",
-         path, e.what());
+  j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    fail("profile database '{}' is not valid JSON; delete it or choose another database file",
+         path);
   }
-  if (!j.is_object() || j.value("format", "") != "orchid-profile-db") {
+  if (!j.is_object() || !j.contains("format") || j["format"] != "orchid-profile-db") {
     fail("'{}' is not an orchid profile database (key 'format' must be \"orchid-profile-db\")",
          path);
   }
@@ -166,8 +163,8 @@ std::string default_profile_db_path(const std::string& device) {
   const char* home = std::getenv("HOME");
   if (home && *home) return (fs::path(home) / ".cache" / "orchid" / file).string();
   fail(
-      "no place for the profile database: neither XDG_CACHE_HOME nor HOME is set; pass "
-      "--profile-db PATH");
+      "no place for the profile database: neither XDG_CACHE_HOME nor HOME is set; choose "
+      "a database file explicitly");
 }
 
 }  // namespace orchid

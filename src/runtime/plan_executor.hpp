@@ -9,6 +9,12 @@
 // (pooling, Pad, Resize, Concat, ConvTranspose…), the reference kernel writing in place.
 // A tensor passed between two stages of one kernel (a linear op's prologue result, say)
 // lives in one scratch pool shared by all kernels. Nothing is allocated by execute().
+//
+// The parts, one file each under runtime/: memory_plan (where tensors live, pools),
+// stage_builder (a kernel cut into stages, stage.hpp), epilogue_matcher (elementwise
+// chains as oneDNN post-ops), linear_layouts (which tensors stay channels-last, asking
+// cost/layout_policy), onednn_linear and onednn_pool_resample (the oneDNN primitives),
+// fused/ (fused loops). This file only runs the stages.
 #pragma once
 
 #include <cstdint>
@@ -47,9 +53,11 @@ struct PlanExecutorStats {
 };
 
 struct PlanExecutorOptions {
-  // Graph inputs and outputs (of a one-kernel graph) that may be stored NHWC when NHWC
-  // convolutions read or write them (outputs() then returns their bytes as stored): for
-  // timing a kernel as it runs inside a model (conv_neighbour_boundaries).
+  // Graph inputs and outputs (of a one-kernel graph) that its neighbours in a model use
+  // channels-last: inputs written NHWC by a convolution outside, outputs read NHWC there.
+  // The executor keeps them NHWC where its own stages allow (cost/layout_policy.hpp;
+  // outputs() then returns their bytes as stored): for timing a kernel as it runs inside
+  // a model (channels_last_boundaries).
   std::set<std::string> boundary_nhwc;
 };
 

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "ir/ops/op_families.hpp"
+#include "util/checked_math.hpp"
 
 namespace orchid {
 
@@ -92,12 +93,19 @@ std::vector<TensorType> infer_range(const ShapeContext& ctx) {
     const std::int64_t s = start.get_as_int64(0), l = limit.get_as_int64(0),
                        d = delta.get_as_int64(0);
     if (d == 0) ctx.fail("delta is zero");
-    const std::int64_t span = l - s;
-    n = d > 0 ? (span + d - 1) / d : (-span + (-d) - 1) / (-d);
+    // In 128 bits: limit - start may not fit int64.
+    const __int128 span = static_cast<__int128>(l) - s;
+    const __int128 count =
+        d > 0 ? (span + d - 1) / d
+              : (-span + (-static_cast<__int128>(d)) - 1) / (-static_cast<__int128>(d));
+    if (count > kMaxElements) ctx.fail("has too many elements");
+    n = count > 0 ? static_cast<std::int64_t>(count) : 0;
   } else {
     const double d = delta.get_as_double(0);
-    if (d == 0) ctx.fail("delta is zero");
-    n = static_cast<std::int64_t>(std::ceil((limit.get_as_double(0) - start.get_as_double(0)) / d));
+    if (d == 0 || !std::isfinite(d)) ctx.fail("delta must be finite and non-zero");
+    const double count = std::ceil((limit.get_as_double(0) - start.get_as_double(0)) / d);
+    if (!(count <= static_cast<double>(kMaxElements))) ctx.fail("has too many (or NaN) elements");
+    n = count > 0 ? static_cast<std::int64_t>(count) : 0;
   }
   return {{dtype, {std::max<std::int64_t>(n, 0)}}};
 }

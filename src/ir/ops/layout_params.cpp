@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "util/checked_math.hpp"
 #include "util/error.hpp"
 
 namespace orchid {
@@ -70,7 +71,7 @@ Shape reshape_target(const Node& node, const Shape& input, const Tensor& shape) 
     }
     if (out[i] < 0)
       fail("{}: shape [{}] has a negative dimension", node.describe(), fmt::join(out, ","));
-    known *= out[i];
+    known = checked_mul(known, out[i], node.describe() + ": shape");
   }
   const std::int64_t numel = shape_numel(input);
   if (infer_at >= 0) {
@@ -157,7 +158,8 @@ PadPlan pad_plan(const Node& node, const Shape& input, const Tensor& pads, const
     const std::size_t a = static_cast<std::size_t>(ax[i]);
     plan.before[a] = p[i];
     plan.after[a] = p[i + ax.size()];
-    plan.output[a] = input[a] + plan.before[a] + plan.after[a];
+    plan.output[a] = checked_add(checked_add(input[a], plan.before[a], node.describe() + ": pads"),
+                                 plan.after[a], node.describe() + ": pads");
     if (plan.output[a] < 0) {
       fail("{}: pads [{}] crop axis {} of size {} below zero", node.describe(), fmt::join(p, ","),
            a, input[a]);
@@ -232,7 +234,11 @@ ResizePlan resize_plan(const Node& node, const Shape& input, const Tensor* scale
       const double sc = scales->get_as_double(static_cast<std::int64_t>(i));
       if (!(sc > 0)) fail("{}: scale {} on axis {} must be positive", node.describe(), sc, a);
       plan.scales[a] = sc;
-      plan.output[a] = static_cast<std::int64_t>(std::floor(static_cast<double>(input[a]) * sc));
+      const double size = std::floor(static_cast<double>(input[a]) * sc);
+      if (!(size <= static_cast<double>(kMaxElements))) {
+        fail("{}: scale {} on axis {} gives too large an output", node.describe(), sc, a);
+      }
+      plan.output[a] = static_cast<std::int64_t>(size);
     } else {
       const std::int64_t n = sizes->get_as_int64(static_cast<std::int64_t>(i));
       if (n < 0) fail("{}: size {} on axis {} is negative", node.describe(), n, a);

@@ -8,6 +8,7 @@
 
 #include "ir/ops/layout_params.hpp"
 #include "ir/ops/op_families.hpp"
+#include "util/checked_math.hpp"
 
 namespace orchid {
 
@@ -111,7 +112,9 @@ std::vector<TensorType> infer_concat(const ShapeContext& ctx) {
       ctx.fail("input {} has shape {}, incompatible with {} along axis {}", i,
                shape_to_string(t.shape), shape_to_string(first.shape), axis);
     }
-    out[static_cast<std::size_t>(axis)] += t.shape[static_cast<std::size_t>(axis)];
+    out[static_cast<std::size_t>(axis)] =
+        checked_add(out[static_cast<std::size_t>(axis)], t.shape[static_cast<std::size_t>(axis)],
+                    ctx.node().describe());
   }
   return {{first.dtype, out}};
 }
@@ -161,6 +164,14 @@ std::vector<TensorType> infer_pad(const ShapeContext& ctx) {
       // Edge and reflect need something to copy from.
       if ((plan.before[a] > 0 || plan.after[a] > 0) && x.shape[a] == 0) {
         ctx.fail("cannot {}-pad empty axis {}", mode, a);
+      }
+      // Reflection mirrors the axis once (as ONNX Runtime does): a pad as long as the
+      // axis has nothing left to mirror.
+      const std::int64_t n = x.shape[a];
+      if (mode == "reflect" && ((plan.before[a] > 0 && plan.before[a] >= n) ||
+                                (plan.after[a] > 0 && plan.after[a] >= n))) {
+        ctx.fail("reflect pads {} and {} of axis {} must be shorter than the axis ({})",
+                 plan.before[a], plan.after[a], a, n);
       }
     }
   }
@@ -342,7 +353,7 @@ std::vector<TensorType> infer_tile(const ShapeContext& ctx) {
   Shape out = x.shape;
   for (std::size_t i = 0; i < out.size(); ++i) {
     if (repeats[i] < 0) ctx.fail("repeats [{}] has a negative value", fmt::join(repeats, ","));
-    out[i] *= repeats[i];
+    out[i] = checked_mul(out[i], repeats[i], ctx.node().describe());
   }
   return {{x.dtype, out}};
 }

@@ -14,5 +14,7 @@ void register_pooling_ops(OpSchemaTable& table);        // MaxPool, AveragePool,
 void register_layout_ops(OpSchemaTable& table);         // Transpose, Reshape, ..., Resize, Gather
 void register_constant_ops(OpSchemaTable& table);   // Shape, ConstantOfShape, Range, Identity...
 void register_selection_ops(OpSchemaTable& table);  // NonZero, NonMaxSuppression, If, Loop
+// Sets every registered op's traits (op_traits_table.cpp); called after the families.
+void apply_op_traits(OpSchemaTable& table);
 
 }  // namespace orchid

@@ -13,94 +13,40 @@
 
 #include "eval/reference/elementwise_util.hpp"
 #include "eval/reference/reference_kernels.hpp"
+#include "ir/op_traits.hpp"
 #include "ir/ops/reduction_util.hpp"
 #include "util/error.hpp"
+#include "util/refusable.hpp"
 
 namespace orchid {
 
 namespace {
 
-// Thrown while compiling when the run is outside what a fused loop expresses.
-struct NotFusable {
-  std::string why;
-};
+// Inside the compiler: returns the refusal of `expr` from the enclosing function.
+#define ORCHID_TRY(expr)         \
+  do {                           \
+    if (auto r_ = (expr); !r_) { \
+      return r_.refusal();       \
+    }                            \
+  } while (0)
+// Declares `name` as the value of `expr`, or returns its refusal.
+#define ORCHID_TRY_LET(name, expr)                    \
+  auto name##_result = (expr);                        \
+  if (!name##_result) return name##_result.refusal(); \
+  auto name = std::move(*name##_result)
 
-template <typename... Args>
-[[noreturn]] void refuse(fmt::format_string<Args...> f, Args&&... args) {
-  throw NotFusable{fmt::format(f, std::forward<Args>(args)...)};
-}
-
-enum class Unary {
-  Relu,
-  Sigmoid,
-  Tanh,
-  Exp,
-  Log,
-  Sqrt,
-  Reciprocal,
-  Neg,
-  Abs,
-  Erf,
-  Softplus,
-  Floor,
-  Ceil,
-  Sin,
-  Cos,
-  LeakyRelu,
-  Elu,
-  Clip
-};
-enum class Binary { Add, Sub, Mul, Div, Pow, Max, Min, PRelu };
-enum class Reduce { Sum, Mean, Max, Min };
-
-std::optional<Unary> unary_of(const std::string& op) {
-  static const std::map<std::string, Unary> table = {{"Relu", Unary::Relu},
-                                                     {"Sigmoid", Unary::Sigmoid},
-                                                     {"Tanh", Unary::Tanh},
-                                                     {"Exp", Unary::Exp},
-                                                     {"Log", Unary::Log},
-                                                     {"Sqrt", Unary::Sqrt},
-                                                     {"Reciprocal", Unary::Reciprocal},
-                                                     {"Neg", Unary::Neg},
-                                                     {"Abs", Unary::Abs},
-                                                     {"Erf", Unary::Erf},
-                                                     {"Softplus", Unary::Softplus},
-                                                     {"Floor", Unary::Floor},
-                                                     {"Ceil", Unary::Ceil},
-                                                     {"Sin", Unary::Sin},
-                                                     {"Cos", Unary::Cos},
-                                                     {"LeakyRelu", Unary::LeakyRelu},
-                                                     {"Elu", Unary::Elu},
-                                                     {"Clip", Unary::Clip}};
-  auto it = table.find(op);
-  return it == table.end() ? std::nullopt : std::optional<Unary>(it->second);
-}
-
-std::optional<Binary> binary_of(const std::string& op) {
-  static const std::map<std::string, Binary> table = {
-      {"Add", Binary::Add}, {"Sub", Binary::Sub}, {"Mul", Binary::Mul}, {"Div", Binary::Div},
-      {"Pow", Binary::Pow}, {"Max", Binary::Max}, {"Min", Binary::Min}, {"PRelu", Binary::PRelu}};
-  auto it = table.find(op);
-  return it == table.end() ? std::nullopt : std::optional<Binary>(it->second);
-}
-
-std::optional<Reduce> reduce_of(const std::string& op) {
-  if (op == "ReduceSum") return Reduce::Sum;
-  if (op == "ReduceMean") return Reduce::Mean;
-  if (op == "ReduceMax") return Reduce::Max;
-  if (op == "ReduceMin") return Reduce::Min;
-  return std::nullopt;
-}
+using Unary = UnaryFn;
+using Binary = BinaryFn;
+using Reduce = ReduceFn;
 
 // Ops that only move elements: their reference kernels, run on a tensor of offsets,
 // say which source element each output element copies. Constant-mode Pad writes a fill
 // value, not a source element, and linear Resize blends several, so those stay out.
 bool is_data_move(const Node& n) {
-  const std::string& op = n.op_type;
-  if (op == "Pad") return n.attr_string("mode", "constant") != "constant";
-  if (op == "Resize") return n.attr_string("mode", "nearest") == "nearest";
-  return op == "Transpose" || op == "Reshape" || op == "Slice" || op == "Expand" ||
-         op == "Identity" || op == "Gather";
+  if (op_traits(n.op_type).fused.kind != FusedForm::Kind::DataMove) return false;
+  if (n.op_type == "Pad") return n.attr_string("mode", "constant") != "constant";
+  if (n.op_type == "Resize") return n.attr_string("mode", "nearest") == "nearest";
+  return true;
 }
 
 inline float apply_unary(Unary u, float x, float a, float b) {
@@ -286,13 +232,14 @@ class Compiler {
            const std::set<std::string>& needed)
       : g_(g), nodes_(nodes), needed_(needed) {}
 
-  std::unique_ptr<FusedLoop::Impl> compile() {
+  Refusable<std::unique_ptr<FusedLoop::Impl>> compile() {
     for (std::size_t idx : nodes_) {
       for (const auto& o : g_.nodes[idx].outputs) produced_.insert(o);
     }
-    plan_domain();
-    for (std::size_t idx : nodes_) emit(g_.nodes[idx]);
-    for (const auto& t : needed_) store(t);
+    ORCHID_TRY(plan_domain());
+    for (std::size_t idx : nodes_) ORCHID_TRY(emit(g_.nodes[idx]));
+    for (const auto& t : needed_) ORCHID_TRY(store(t));
+    if (full_ > 64) return refusal("more than 64 full values");
     impl_->rows = rows_;
     impl_->cols = cols_;
     impl_->full_buffers = full_;
@@ -306,27 +253,32 @@ class Compiler {
  private:
   // Chooses rows x cols from the run's reductions (they must agree), or from the first
   // computed value's trailing dims when it has none.
-  void plan_domain() {
+  Refusable<void> plan_domain() {
     std::optional<std::int64_t> cols;
     std::int64_t full = 0;
     Shape anchor{0};  // numel 0 until a computed value is seen
     for (std::size_t idx : nodes_) {
       const Node& n = g_.nodes[idx];
       const TensorInfo& out = g_.tensor(n.outputs[0]);
-      if (out.dtype != DType::F32 && n.op_type != "Where") {
-        if (!is_data_move(n)) refuse("{} produces {}", n.describe(), dtype_name(out.dtype));
+      const FusedForm form = op_traits(n.op_type).fused;
+      if (out.dtype != DType::F32 && form.kind != FusedForm::Kind::Select) {
+        if (!is_data_move(n)) return refusal("{} produces {}", n.describe(), dtype_name(out.dtype));
       }
-      if (!reduce_of(n.op_type)) {
+      if (form.kind != FusedForm::Kind::Reduce) {
         if (!is_data_move(n) && shape_numel(out.shape) > shape_numel(anchor)) {
           anchor = out.shape;
         }
         continue;
       }
       const Shape& in = g_.tensor(n.inputs[0]).shape;
-      const Tensor* axes = n.has_input(1) ? constant(n.inputs[1], n) : nullptr;
+      const Tensor* axes = nullptr;
+      if (n.has_input(1)) {
+        ORCHID_TRY_LET(c, constant(n.inputs[1], n));
+        axes = c;
+      }
       const auto ra =
           reduction_util::resolve_reduction_axes(n, axes, static_cast<std::int64_t>(in.size()));
-      if (ra.noop) refuse("{} reduces nothing", n.describe());
+      if (ra.noop) return refusal("{} reduces nothing", n.describe());
       std::int64_t c = 1;
       bool in_suffix = false;
       for (std::size_t d = 0; d < in.size(); ++d) {
@@ -335,13 +287,15 @@ class Compiler {
           in_suffix = true;
           c *= in[d];
         } else if (in_suffix) {
-          refuse("{} reduces axes that are not trailing", n.describe());
+          return refusal("{} reduces axes that are not trailing", n.describe());
         }
       }
-      if (cols && *cols != c)
-        refuse("{} reduces {} elements per row, another {}", n.describe(), c, *cols);
-      if (full && full != shape_numel(in))
-        refuse("{} reduces a tensor of another size", n.describe());
+      if (cols && *cols != c) {
+        return refusal("{} reduces {} elements per row, another {}", n.describe(), c, *cols);
+      }
+      if (full && full != shape_numel(in)) {
+        return refusal("{} reduces a tensor of another size", n.describe());
+      }
       cols = c;
       full = shape_numel(in);
     }
@@ -372,21 +326,22 @@ class Compiler {
       }
       cols = std::max<std::int64_t>(c, 1);
     }
-    if (full == 0) refuse("the run has no elements");
+    if (full == 0) return refusal("the run has no elements");
     cols_ = *cols;
     full_size_ = full;
     rows_ = full / cols_;
+    return {};
   }
 
-  const Tensor* constant(const std::string& t, const Node& n) {
-    if (!g_.is_constant(t)) refuse("{}: input '{}' is not a constant", n.describe(), t);
+  Refusable<const Tensor*> constant(const std::string& t, const Node& n) {
+    if (!g_.is_constant(t)) return refusal("{}: input '{}' is not a constant", n.describe(), t);
     return g_.tensor(t).data.get();
   }
 
-  Value& value(const std::string& t) {
+  Refusable<Value*> value(const std::string& t) {
     auto it = values_.find(t);
-    if (it != values_.end()) return it->second;
-    if (produced_.count(t)) refuse("tensor '{}' is used before the run computes it", t);
+    if (it != values_.end()) return &it->second;
+    if (produced_.count(t)) return refusal("tensor '{}' is used before the run computes it", t);
     // A tensor the run reads: a leaf whose element offsets are its own flat indices.
     const TensorInfo& info = g_.tensor(t);
     Value v;
@@ -394,7 +349,7 @@ class Compiler {
     v.shape = info.shape;
     v.root = t;
     v.index = iota(shape_numel(info.shape));
-    return values_.emplace(t, std::move(v)).first->second;
+    return &values_.emplace(t, std::move(v)).first->second;
   }
 
   int read_slot(const std::string& t) {
@@ -413,14 +368,17 @@ class Compiler {
   Operand new_row() { return Operand{Operand::Kind::Row, row_slots_++, 0}; }
 
   // The operand for `t` seen as an input of an op whose output has shape `to`.
-  Operand operand(const std::string& t, const Shape& to, const Node& n) {
-    Value& v = value(t);
+  Refusable<Operand> operand(const std::string& t, const Shape& to, const Node& n) {
+    ORCHID_TRY_LET(vp, value(t));
+    Value& v = *vp;
     const std::int64_t to_numel = shape_numel(to);
     const bool to_full = to_numel == full_size_;
-    if (!to_full && to_numel != rows_)
-      refuse("{}: output size fits neither rows nor elements", n.describe());
-    if (v.kind == Value::Kind::Scattered)
-      refuse("{}: reads a transposed computed value", n.describe());
+    if (!to_full && to_numel != rows_) {
+      return refusal("{}: output size fits neither rows nor elements", n.describe());
+    }
+    if (v.kind == Value::Kind::Scattered) {
+      return refusal("{}: reads a transposed computed value", n.describe());
+    }
     if (v.kind == Value::Kind::Computed) {
       // Its flat order must line up with the output's under broadcasting: a full value
       // element for element, a row value (possibly spread over full shape) row for row.
@@ -428,17 +386,18 @@ class Compiler {
           broadcast_flat(iota(shape_numel(v.shape)), v.shape, to);
       const bool src_full = v.operand.kind == Operand::Kind::Full;
       const bool spread = shape_numel(v.shape) == full_size_;
-      if (src_full && !to_full) refuse("{}: full input for a row output", n.describe());
+      if (src_full && !to_full) return refusal("{}: full input for a row output", n.describe());
       for (std::int64_t i = 0; i < to_numel; ++i) {
         const std::int64_t k = flat[static_cast<std::size_t>(i)];
         const bool ok = src_full ? k == i : (spread ? k / cols_ : k) == (to_full ? i / cols_ : i);
-        if (!ok) refuse("{}: input '{}' broadcasts across rows", n.describe(), t);
+        if (!ok) return refusal("{}: input '{}' broadcasts across rows", n.describe(), t);
       }
       return v.operand;
     }
     const TensorInfo& root = g_.tensor(v.root);
-    if (root.dtype != DType::F32 && !(root.dtype == DType::Bool && n.op_type == "Where")) {
-      refuse("{}: reads {} tensor '{}'", n.describe(), dtype_name(root.dtype), v.root);
+    const bool select = op_traits(n.op_type).fused.kind == FusedForm::Kind::Select;
+    if (root.dtype != DType::F32 && !(root.dtype == DType::Bool && select)) {
+      return refusal("{}: reads {} tensor '{}'", n.describe(), dtype_name(root.dtype), v.root);
     }
     if (g_.is_constant(v.root) && root.dtype == DType::F32 && shape_numel(root.shape) == 1) {
       return Operand{Operand::Kind::Imm, 0, root.data->data<float>()[0]};
@@ -473,69 +432,95 @@ class Compiler {
     values_[t] = std::move(v);
   }
 
-  void emit(const Node& n) {
+  Refusable<void> emit(const Node& n) {
     const std::string& y = n.outputs[0];
     const Shape& ys = g_.tensor(y).shape;
-    if (is_data_move(n)) {
-      emit_data_move(n);
-      return;
-    }
+    if (is_data_move(n)) return emit_data_move(n);
+    const FusedForm form = op_traits(n.op_type).fused;
     Instr ins;
-    if (auto u = unary_of(n.op_type)) {
-      ins.kind = Instr::Kind::Unary;
-      ins.unary = *u;
-      ins.x = operand(n.inputs[0], ys, n);
-      if (*u == Unary::LeakyRelu) ins.a = n.attr_float("alpha", 0.01f);
-      if (*u == Unary::Elu) ins.a = n.attr_float("alpha", 1.0f);
-      if (*u == Unary::Clip) {
-        ins.a = -std::numeric_limits<float>::infinity();
-        ins.b = std::numeric_limits<float>::infinity();
-        if (n.has_input(1)) ins.a = static_cast<float>(constant(n.inputs[1], n)->get_as_double(0));
-        if (n.has_input(2)) ins.b = static_cast<float>(constant(n.inputs[2], n)->get_as_double(0));
+    switch (form.kind) {
+      case FusedForm::Kind::Unary: {
+        ins.kind = Instr::Kind::Unary;
+        ins.unary = form.unary;
+        ORCHID_TRY_LET(x, operand(n.inputs[0], ys, n));
+        ins.x = x;
+        if (form.unary == Unary::LeakyRelu) ins.a = n.attr_float("alpha", 0.01f);
+        if (form.unary == Unary::Elu) ins.a = n.attr_float("alpha", 1.0f);
+        if (form.unary == Unary::Clip) {
+          ins.a = -std::numeric_limits<float>::infinity();
+          ins.b = std::numeric_limits<float>::infinity();
+          if (n.has_input(1)) {
+            ORCHID_TRY_LET(lo, constant(n.inputs[1], n));
+            ins.a = static_cast<float>(lo->get_as_double(0));
+          }
+          if (n.has_input(2)) {
+            ORCHID_TRY_LET(hi, constant(n.inputs[2], n));
+            ins.b = static_cast<float>(hi->get_as_double(0));
+          }
+        }
+        break;
       }
-    } else if (auto b = binary_of(n.op_type)) {
-      ins.kind = Instr::Kind::Binary;
-      ins.binary = *b;
-      ins.x = operand(n.inputs[0], ys, n);
-      ins.y = operand(n.inputs[1], ys, n);
-    } else if (n.op_type == "Where") {
-      if (g_.tensor(y).dtype != DType::F32) refuse("{}: non-float Where", n.describe());
-      ins.kind = Instr::Kind::Where;
-      ins.x = operand(n.inputs[0], ys, n);
-      ins.y = operand(n.inputs[1], ys, n);
-      ins.z = operand(n.inputs[2], ys, n);
-    } else if (auto r = reduce_of(n.op_type)) {
-      ins.kind = Instr::Kind::Reduce;
-      ins.reduce = *r;
-      const Shape& xs = g_.tensor(n.inputs[0]).shape;
-      ins.x = operand(n.inputs[0], xs, n);
-      if (ins.x.kind != Operand::Kind::Full) refuse("{}: reduces a broadcast value", n.describe());
-      ins.out = new_row();
-      impl_->program.push_back(ins);
-      set_computed(y, ins.out);
-      return;
-    } else {
-      refuse("{}: op {} has no fused form", n.describe(), n.op_type);
+      case FusedForm::Kind::Binary: {
+        ins.kind = Instr::Kind::Binary;
+        ins.binary = form.binary;
+        ORCHID_TRY_LET(x, operand(n.inputs[0], ys, n));
+        ORCHID_TRY_LET(w, operand(n.inputs[1], ys, n));
+        ins.x = x;
+        ins.y = w;
+        break;
+      }
+      case FusedForm::Kind::Select: {
+        if (g_.tensor(y).dtype != DType::F32) return refusal("{}: non-float Where", n.describe());
+        ins.kind = Instr::Kind::Where;
+        ORCHID_TRY_LET(c, operand(n.inputs[0], ys, n));
+        ORCHID_TRY_LET(a, operand(n.inputs[1], ys, n));
+        ORCHID_TRY_LET(b, operand(n.inputs[2], ys, n));
+        ins.x = c;
+        ins.y = a;
+        ins.z = b;
+        break;
+      }
+      case FusedForm::Kind::Reduce: {
+        ins.kind = Instr::Kind::Reduce;
+        ins.reduce = form.reduce;
+        const Shape& xs = g_.tensor(n.inputs[0]).shape;
+        ORCHID_TRY_LET(x, operand(n.inputs[0], xs, n));
+        ins.x = x;
+        if (ins.x.kind != Operand::Kind::Full) {
+          return refusal("{}: reduces a broadcast value", n.describe());
+        }
+        ins.out = new_row();
+        impl_->program.push_back(ins);
+        set_computed(y, ins.out);
+        return {};
+      }
+      case FusedForm::Kind::None:
+      case FusedForm::Kind::DataMove:
+        return refusal("{}: op {} has no fused form", n.describe(), n.op_type);
     }
     const bool full = shape_numel(ys) == full_size_;
     auto is_full = [](const Operand& o) { return o.kind == Operand::Kind::Full; };
     const bool any_full = is_full(ins.x) || is_full(ins.y) || is_full(ins.z);
     if (full && !any_full && shape_numel(ys) != rows_) {
-      refuse("{}: broadcasts to a full value from row values only", n.describe());
+      return refusal("{}: broadcasts to a full value from row values only", n.describe());
     }
     // Row-valued inputs broadcast into a full output still give one value per row when
     // no input is full; the result is then a row value.
     ins.out = any_full ? new_full() : new_row();
     impl_->program.push_back(ins);
     set_computed(y, ins.out);
+    return {};
   }
 
-  void emit_data_move(const Node& n) {
+  Refusable<void> emit_data_move(const Node& n) {
     const std::string& y = n.outputs[0];
-    Value& src = value(n.inputs[0]);
-    if (src.kind == Value::Kind::Computed && (n.op_type == "Reshape" || n.op_type == "Identity")) {
-      set_computed(y, src.operand);  // same flat order, nothing to do
-      return;
+    ORCHID_TRY_LET(srcp, value(n.inputs[0]));
+    const Value& src = *srcp;
+    // Reshape and Identity keep the flat order: nothing to do for a computed value.
+    const bool keeps_order = n.op_type == "Reshape" || n.op_type == "Identity";
+    if (src.kind == Value::Kind::Computed && keeps_order) {
+      set_computed(y, src.operand);
+      return {};
     }
     // Run the op's reference kernel on the index tensor: the result says, per output
     // element, which element of the source it copies.
@@ -545,13 +530,14 @@ class Compiler {
     ins[0] = &index;
     for (std::size_t i = 1; i < n.inputs.size(); ++i) {
       if (n.inputs[i].empty()) continue;
-      ins[i] = constant(n.inputs[i], n);
+      ORCHID_TRY_LET(c, constant(n.inputs[i], n));
+      ins[i] = c;
     }
     const TensorInfo& info = g_.tensor(y);
     std::vector<Tensor> outs;
     outs.emplace_back(DType::I64, info.shape);
     ReferenceKernel kernel = find_reference_kernel(n.op_type);
-    if (!kernel) refuse("{}: no kernel", n.describe());
+    if (!kernel) return refusal("{}: no kernel", n.describe());
     kernel(n, ins, outs);
     Value v;
     v.shape = info.shape;
@@ -561,7 +547,7 @@ class Compiler {
       v.root = src.root;
     } else {
       if (src.kind == Value::Kind::Computed && src.operand.kind != Operand::Kind::Full) {
-        refuse("{}: moves a row value", n.describe());
+        return refusal("{}: moves a row value", n.describe());
       }
       v.kind = Value::Kind::Scattered;
       v.operand = src.operand;
@@ -569,42 +555,46 @@ class Compiler {
           src.kind == Value::Kind::Computed ? src.operand : scatter_source_.at(n.inputs[0]);
     }
     values_[y] = std::move(v);
+    return {};
   }
 
-  void store(const std::string& t) {
-    Value& v = value(t);
+  Refusable<void> store(const std::string& t) {
+    ORCHID_TRY_LET(vp, value(t));
+    const Value& v = *vp;  // values_ keeps references stable when operand() adds more
     const std::int64_t numel = shape_numel(v.shape);
     Instr ins;
     impl_->writes.push_back(t);
     ins.read = static_cast<int>(impl_->writes.size()) - 1;
     if (v.kind == Value::Kind::Leaf) {
       // Data movement handed out as is: load it in its own shape, store it contiguously.
-      ins.x = operand(t, v.shape, g_.nodes[nodes_.back()]);
-      if (ins.x.kind == Operand::Kind::Imm) refuse("'{}' is a constant", t);
+      ORCHID_TRY_LET(x, operand(t, v.shape, g_.nodes[nodes_.back()]));
+      ins.x = x;
+      if (ins.x.kind == Operand::Kind::Imm) return refusal("'{}' is a constant", t);
       const bool full = numel == full_size_;
       ins.kind = full ? Instr::Kind::Store : Instr::Kind::StoreRow;
       ins.map = add_map(OffsetMap::build(iota(numel), rows_, full ? cols_ : 1));
     } else if (v.kind == Value::Kind::Computed) {
       ins.x = v.operand;
-      if (v.operand.kind == Operand::Kind::Imm) refuse("'{}' is a constant", t);
+      if (v.operand.kind == Operand::Kind::Imm) return refusal("'{}' is a constant", t);
       const bool full = numel == full_size_;  // a row value may be spread over full shape
       ins.kind = full ? Instr::Kind::Store : Instr::Kind::StoreRow;
       ins.map = add_map(OffsetMap::build(iota(numel), rows_, full ? cols_ : 1));
     } else {
       // Scattered: invert "output element j takes computed element index[j]".
-      if (numel != full_size_) refuse("'{}' is a partial copy of a computed value", t);
+      if (numel != full_size_) return refusal("'{}' is a partial copy of a computed value", t);
       std::vector<std::int64_t> where(static_cast<std::size_t>(numel), -1);
       for (std::int64_t j = 0; j < numel; ++j) {
         std::int64_t& w = where[static_cast<std::size_t>(v.index[static_cast<std::size_t>(j)])];
-        if (w != -1) refuse("'{}' repeats elements of a computed value", t);
+        if (w != -1) return refusal("'{}' repeats elements of a computed value", t);
         w = j;
       }
       ins.x = scatter_source_.at(t);
       ins.kind = Instr::Kind::Store;
       ins.map = add_map(OffsetMap::build(where, rows_, cols_));
     }
-    if (g_.tensor(t).dtype != DType::F32) refuse("'{}' is not f32", t);
+    if (g_.tensor(t).dtype != DType::F32) return refusal("'{}' is not f32", t);
     impl_->program.push_back(ins);
+    return {};
   }
 
   const Graph& g_;
@@ -806,18 +796,12 @@ void FusedLoop::Impl::run_rows(std::int64_t begin, std::int64_t end, int thread,
   }
 }
 
-std::unique_ptr<FusedLoop> FusedLoop::compile(const Graph& graph,
-                                              const std::vector<std::size_t>& nodes,
-                                              const std::set<std::string>& needed,
-                                              std::string* why) {
-  try {
-    auto impl = Compiler(graph, nodes, needed).compile();
-    if (impl->full_buffers > 64) refuse("more than 64 full values");
-    return std::unique_ptr<FusedLoop>(new FusedLoop(std::move(impl)));
-  } catch (const NotFusable& e) {
-    if (why) *why = e.why;
-    return nullptr;
-  }
+Refusable<std::unique_ptr<FusedLoop>> FusedLoop::compile(const Graph& graph,
+                                                         const std::vector<std::size_t>& nodes,
+                                                         const std::set<std::string>& needed) {
+  auto impl = Compiler(graph, nodes, needed).compile();
+  if (!impl) return impl.refusal();
+  return std::unique_ptr<FusedLoop>(new FusedLoop(std::move(*impl)));
 }
 
 FusedLoop::FusedLoop(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -861,3 +845,6 @@ void FusedLoop::run(std::span<const std::byte* const> reads, std::span<std::byte
 }
 
 }  // namespace orchid
+
+#undef ORCHID_TRY
+#undef ORCHID_TRY_LET

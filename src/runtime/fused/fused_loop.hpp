@@ -22,17 +22,18 @@
 #include <vector>
 
 #include "ir/graph.hpp"
+#include "util/refusable.hpp"
 
 namespace orchid {
 
 class FusedLoop {
  public:
   // Compiles `nodes` (topological order) of `graph`; `needed` are the tensors produced by
-  // the run that something outside it reads. Returns nullptr and sets `why` when the run
-  // is outside what a fused loop expresses.
-  static std::unique_ptr<FusedLoop> compile(const Graph& graph,
-                                            const std::vector<std::size_t>& nodes,
-                                            const std::set<std::string>& needed, std::string* why);
+  // the run that something outside it reads. Refused, with the reason, when the run is
+  // outside what a fused loop expresses.
+  static Refusable<std::unique_ptr<FusedLoop>> compile(const Graph& graph,
+                                                       const std::vector<std::size_t>& nodes,
+                                                       const std::set<std::string>& needed);
   ~FusedLoop();
 
   // The tensors the loop reads and writes; run() takes their addresses in this order.

@@ -2,13 +2,18 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 
+#include <onnx/onnx_pb.h>
+#include <sys/stat.h>
+
 #include "ir/npy.hpp"
+#include "onnx/proto_io.hpp"
 
 namespace fs = std::filesystem;
 
@@ -120,6 +125,121 @@ TEST(Cli, DetectionModelRunsButIsNotOrchestrated) {
       EXPECT_NE(refused.err.find(part), std::string::npos) << part << ": " << refused.err;
     }
   }
+}
+
+// ---------------------------------------------------------------- hostile input
+
+// stderr is exactly one "orchid: error: ..." line and the exit code is 1.
+void expect_user_error(const Result& r, const std::string& text, const std::string& what) {
+  EXPECT_EQ(r.code, 1) << what << ": " << r.err;
+  EXPECT_EQ(r.err.rfind("orchid: error: ", 0), 0u) << what << ": " << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << what << ": " << r.err;
+  EXPECT_NE(r.err.find(text), std::string::npos) << what << ": " << r.err;
+}
+
+TEST(CliHostile, HugeShapesAreRefusedBeforeAllocating) {
+  // 2^62 + 1 rows: the element count wrapped to 16 and Transpose/MatMul ran off a buffer.
+  expect_user_error(run_cli("run " + model("tiny_mlp") + " --shape x=4611686018427387905x16"),
+                    "too many elements", "wrapping shape");
+  expect_user_error(run_cli("run " + model("tiny_mlp") + " --shape x=99999999999999999999x16"),
+                    "64-bit integer", "strtoll overflow");
+  expect_user_error(run_cli("run " + model("tiny_mlp") + " --shape x=1099511627776x16"),
+                    "memory budget", "2^40 rows");
+  expect_user_error(run_cli("run " + model("tiny_mlp") + " --memory-budget 1 --shape x=65536x16"),
+                    "memory budget", "--memory-budget");
+}
+
+TEST(CliHostile, DuplicateAndSpecialInputsAreRefused) {
+  expect_user_error(run_cli("inspect " + model("tiny_mlp") + " --shape x=1x16 --shape x=2x16"),
+                    "more than once", "--shape twice");
+  const fs::path dir =
+      fs::temp_directory_path() / ("orchid_cli_hostile_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string x = (dir / "x.npy").string();
+  write_npy(x, Tensor(DType::F32, {1, 16}));
+  expect_user_error(run_cli("run " + model("tiny_mlp") + " --input x=" + x + " --input x=" + x),
+                    "more than once", "--input twice");
+  expect_user_error(run_cli("run " + model("tiny_mlp") + " --input x=/dev/zero"),
+                    "only regular files", "/dev/zero");
+  const fs::path fifo = dir / "fifo.npy";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  expect_user_error(run_cli("run " + model("tiny_mlp") + " --input x=" + fifo.string()),
+                    "only regular files", "FIFO");
+  fs::remove_all(dir);
+}
+
+TEST(CliHostile, NumericOptionsAreRangeChecked) {
+  const std::string map = "map tiny_mlp --system " + std::string(ORCHID_SOURCE_DIR) +
+                          "/configs/systems/fpga4.toml --quiet ";
+  for (const char* option :
+       {"--threads 10000", "--threads -1", "--time-limit nan", "--time-limit inf",
+        "--time-limit -1", "--time-limit 0", "--generations 99999999999999999999", "--population 0",
+        "--batch 0", "--batch 1e300"}) {
+    const std::string name = std::string(option).substr(0, std::string(option).find(' '));
+    expect_user_error(run_cli(map + option), name, option);
+  }
+  expect_user_error(run_cli("run " + model("tiny_mlp") + " --repeat 0"), "--repeat", "--repeat 0");
+  expect_user_error(run_cli("orchestrate " + model("tiny_mlp") + " --time-limit nan"),
+                    "--time-limit", "orchestrate --time-limit nan");
+}
+
+TEST(CliHostile, ParseErrorsAreOneLine) {
+  expect_user_error(run_cli("run"), "model", "missing argument");
+  expect_user_error(run_cli("run " + model("tiny_mlp") + " --frobnicate"), "frobnicate",
+                    "unknown option");
+  expect_user_error(run_cli("frobnicate"), "subcommand", "unknown command");
+}
+
+TEST(CliHostile, ControlCharactersAreEscaped) {
+  // The name reaches the message; the terminal must not see the escape sequence.
+  const Result r =
+      run_cli("run " + model("tiny_mlp") + " --input \"$(printf 'bad\\033[2Jname')=f.npy\"");
+  expect_user_error(r, "bad\\x1b[2Jname", "escape sequence");
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos);
+}
+
+TEST(CliHostile, MultiFileOutputsAreAllOrNothing) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("orchid_cli_all_or_none_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path json = dir / "plan.json";
+  expect_user_error(run_cli("orchestrate " + model("tiny_mlp") + " --json " + json.string() +
+                            " --dot " + (dir / "missing" / "plan.dot").string()),
+                    "plan.dot", "failing --dot");
+  EXPECT_FALSE(fs::exists(json));
+  EXPECT_TRUE(fs::is_empty(dir));
+  fs::remove_all(dir);
+}
+
+TEST(CliHostile, OutputNamesThatSanitiseAlikeAreAnError) {
+  const fs::path dir = fs::temp_directory_path() / ("orchid_cli_names_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "out");
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("collide");
+  auto* in = g->add_input();
+  in->set_name("x");
+  in->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  in->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(2);
+  for (const auto& [op, out] : {std::pair{"Relu", "a/b"}, std::pair{"Neg", "a:b"}}) {
+    auto* n = g->add_node();
+    n->set_op_type(op);
+    n->add_input("x");
+    n->add_output(out);
+    g->add_output()->set_name(out);
+  }
+  const std::string file = (dir / "collide.onnx").string();
+  save_model_proto(m, file);
+  const Result r = run_cli("run " + file + " --save-outputs " + (dir / "out").string());
+  expect_user_error(r, "a_b.npy", "collision");
+  EXPECT_NE(r.err.find("'a/b'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("'a:b'"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::is_empty(dir / "out"));
+  fs::remove_all(dir);
 }
 
 // Configs are found through --config-dir, then $ORCHID_CONFIG_DIR, then the installed

@@ -158,6 +158,15 @@ TEST(LayoutPad, ConstantReflectEdge) {
   EXPECT_EQ(n[0], i64({2, 4}, {1, 2, 3, 7, 5, 6, 7, 7}));
   EXPECT_THROW(shape_of("Pad", {{"x", x}, c64("p", {1, 1, 1, 1})}, {{"mode", std::string("wrap")}}),
                UnsupportedError);
+  // Reflect pads must be shorter than their axis (3 columns: at most 2).
+  EXPECT_THROW(
+      shape_of("Pad", {{"x", x}, c64("p", {0, 3, 0, 0})}, {{"mode", std::string("reflect")}}),
+      Error);
+  EXPECT_THROW(
+      shape_of("Pad", {{"x", x}, c64("p", {0, 0, 0, 1000000})}, {{"mode", std::string("reflect")}}),
+      Error);
+  // Pads whose output size overflows are an error, not a wrapped shape.
+  EXPECT_THROW(shape_of("Pad", {{"x", x}, c64("p", {0, 0, INT64_MAX - 1, 0})}), Error);
 }
 
 TEST(LayoutResize, NearestModesAndShapes) {

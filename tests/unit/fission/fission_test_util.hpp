@@ -104,6 +104,23 @@ inline constexpr auto kReduce = PrimitiveClass::ReduceBroadcast;
 inline constexpr auto kLayout = PrimitiveClass::Layout;
 inline constexpr auto kLinear = PrimitiveClass::Linear;
 
+// The softmax · V alternative (softmax_test, zoo_fission_test).
+
+// Graph: Y = Softmax(X) · V, X [x_shape], V [v_shape].
+inline Graph attention_graph(const Shape& x_shape, const Shape& v_shape) {
+  Graph g;
+  g.name = "attention";
+  g.set_type("X", DType::F32, x_shape);
+  g.set_type("V", DType::F32, v_shape);
+  g.inputs = {"X", "V"};
+  g.outputs = {"Y"};
+  g.nodes.push_back(Node{"softmax", "Softmax", "", {{"axis", std::int64_t{-1}}}, {"X"}, {"P"}});
+  g.nodes.push_back(Node{"matmul", "MatMul", "", {}, {"P", "V"}, {"Y"}});
+  infer_shapes(g);
+  g.validate();
+  return g;
+}
+
 // Runs the alternative subgraphs by exposing their tensors as extra outputs, and
 // checks each equals the tensor it stands for.
 inline void expect_alternatives_match(const Graph& model, const FissionResult& r,

@@ -48,21 +48,6 @@ TEST(FissionSoftmax, Hardmax) {
 
 // ---------------------------------------------------------------- softmax · V
 
-// Graph: Y = Softmax(X) · V, X [x_shape], V [v_shape].
-Graph attention_graph(const Shape& x_shape, const Shape& v_shape) {
-  Graph g;
-  g.name = "attention";
-  g.set_type("X", DType::F32, x_shape);
-  g.set_type("V", DType::F32, v_shape);
-  g.inputs = {"X", "V"};
-  g.outputs = {"Y"};
-  g.nodes.push_back(Node{"softmax", "Softmax", "", {{"axis", std::int64_t{-1}}}, {"X"}, {"P"}});
-  g.nodes.push_back(Node{"matmul", "MatMul", "", {}, {"P", "V"}, {"Y"}});
-  infer_shapes(g);
-  g.validate();
-  return g;
-}
-
 TEST(FissionSoftmaxMatMul, AlternativeReassociatesTheNormalisation) {
   const Graph g = attention_graph({2, 3, 4, 5}, {2, 3, 5, 6});
   const FissionResult r =

@@ -1,6 +1,8 @@
 // System and workload files: validation errors name the file and the key at fault.
 #include <gtest/gtest.h>
 
+#include "error_message.hpp"
+#include "mapping/case_file.hpp"
 #include "mapping/system.hpp"
 #include "mapping/workload.hpp"
 #include "test_config_roots.hpp"
@@ -9,7 +11,12 @@
 namespace orchid::mapping {
 namespace {
 
-const std::string kLib = std::string(ORCHID_SOURCE_DIR) + "/configs/designs/fpga_library.toml";
+// Files a system names resolve relative to it, inside the config tree: test systems
+// are parsed as if they lived in configs/systems/.
+const std::string kLib = "../designs/fpga_library.toml";
+std::string systems_dir(const std::string& file) {
+  return std::string(ORCHID_SOURCE_DIR) + "/configs/systems/" + file;
+}
 
 std::string system_text(const std::string& designs, const std::string& host) {
   return "name = \"t\"\ndesign_library = \"" + kLib + "\"\n" + designs +
@@ -18,14 +25,7 @@ std::string system_text(const std::string& designs, const std::string& host) {
          host + "\n";
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using orchid::testing::error_of;
 
 TEST(MappingConfig, LoadsTheShippedSystems) {
   for (const char* name : {"fpga4", "fpga8", "fpga16", "h2h_example", "fpga4_gpu"}) {
@@ -37,15 +37,17 @@ TEST(MappingConfig, LoadsTheShippedSystems) {
 }
 
 TEST(MappingConfig, UnknownDesignNamesFileAndKey) {
-  const std::string msg =
-      error_of([] { parse_system(system_text("designs = [\"cnn_acc_99\"]", "1"), "sys.toml"); });
+  const std::string msg = error_of([] {
+    parse_system(system_text("designs = [\"cnn_acc_99\"]", "1"), systems_dir("sys.toml"));
+  });
   EXPECT_NE(msg.find("sys.toml"), std::string::npos) << msg;
   EXPECT_NE(msg.find("'designs'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("cnn_acc_99"), std::string::npos) << msg;
 }
 
 TEST(MappingConfig, NegativeBandwidthNamesFileAndKey) {
-  const std::string msg = error_of([] { parse_system(system_text("", "-2"), "neg.toml"); });
+  const std::string msg =
+      error_of([] { parse_system(system_text("", "-2"), systems_dir("neg.toml")); });
   EXPECT_NE(msg.find("neg.toml"), std::string::npos) << msg;
   EXPECT_NE(msg.find("host_gbs"), std::string::npos) << msg;
 }

@@ -1,6 +1,7 @@
 // ONNX importer/exporter tests: small ModelProtos built here and written to a temp dir,
 // plus a few models from Debian's libonnx-testdata.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -21,6 +22,7 @@
 #include "onnx/tensor_proto.hpp"
 #include "passes/static_graph.hpp"
 #include "util/error.hpp"
+#include "util/memory_budget.hpp"
 
 namespace {
 
@@ -518,7 +520,7 @@ onnx::ModelProto one_op(std::int64_t opset, const std::string& op,
   auto m = make_model(opset);
   add_input(m, "X", std::move(x_shape));
   std::vector<std::string> outs;
-  for (int i = 0; i < outputs; ++i) outs.push_back("Y" + std::to_string(i));
+  for (int i = 0; i < outputs; ++i) outs.push_back(fmt::format("Y{}", i));
   add_node(m, op, {"X"}, outs, "n");
   for (auto& o : outs) add_output(m, o);
   return m;
@@ -1102,6 +1104,106 @@ TEST_F(OnnxIo, UpsampleRewriteRepeatsNearestPixels) {
   const std::vector<float> expected = {1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2,
                                        3, 3, 3, 4, 4, 4, 3, 3, 3, 4, 4, 4};
   EXPECT_EQ(y.to_floats(), expected);
+}
+
+// ---------------------------------------------------------------- hostile external data
+
+namespace hostile {
+
+// A secret outside the model folder that no external-data location may reach.
+struct Outside {
+  fs::path dir;
+  fs::path secret;
+  explicit Outside(const fs::path& model_dir) {
+    dir = model_dir.parent_path() / (model_dir.filename().string() + "_outside");
+    fs::create_directories(dir);
+    secret = dir / "secret.bin";
+    std::ofstream(secret, std::ios::binary) << std::string(108 * 4, 's');
+  }
+  ~Outside() { fs::remove_all(dir); }
+};
+
+}  // namespace hostile
+
+TEST_F(OnnxIo, ExternalDataSymlinksLeavingTheModelFolderAreRefused) {
+  const hostile::Outside outside(dir_);
+  fs::create_symlink(outside.secret, dir_ / "link.bin");                      // file link
+  fs::create_directory_symlink(outside.dir, dir_ / "linked_dir");             // folder link
+  fs::create_symlink(fs::path("..") / outside.dir.filename() / "secret.bin",  // relative link
+                     dir_ / "relative.bin");
+  fs::create_directories(dir_ / "sub");
+  fs::create_symlink(fs::path("../..") / outside.dir.filename(), dir_ / "sub" / "up");
+  for (const std::string location :
+       {"link.bin", "linked_dir/secret.bin", "relative.bin", "sub/up/secret.bin"}) {
+    const std::string file = save(external_conv_model(location, 0));
+    const auto msg = error_of([&] { read_onnx(file); });
+    EXPECT_NE(msg.find("outside the model folder"), std::string::npos) << location << ": " << msg;
+    EXPECT_NE(msg.find("'W'"), std::string::npos) << msg;
+    // materialize would copy the bytes into a new model: it refuses the same way.
+    const auto copy = error_of([&] { materialize_stripped_weights(file, path("out.onnx")); });
+    EXPECT_NE(copy.find("outside the model folder"), std::string::npos) << location << ": " << copy;
+    EXPECT_FALSE(fs::exists(path("out.onnx")));
+  }
+}
+
+TEST_F(OnnxIo, ExternalDataSymlinkInsideTheModelFolderIsRead) {
+  const auto w = iota(108);
+  write_bytes("real.bin", std::string(reinterpret_cast<const char*>(w.data()), w.size() * 4));
+  fs::create_symlink("real.bin", dir_ / "alias.bin");
+  const Graph g = read_onnx(save(external_conv_model("alias.bin", 0)));
+  EXPECT_EQ(g.tensor("W").data->to_floats(), w);
+}
+
+TEST_F(OnnxIo, ExternalDataMustBeARegularFile) {
+  fs::create_directories(dir_ / "folder.bin");
+  ASSERT_EQ(::mkfifo(path("fifo.bin").c_str(), 0600), 0);
+  for (const std::string location : {"folder.bin", "fifo.bin"}) {
+    const auto msg = error_of([&] { read_onnx(save(external_conv_model(location, 0))); });
+    EXPECT_NE(msg.find("not a regular file"), std::string::npos) << location << ": " << msg;
+  }
+}
+
+TEST_F(OnnxIo, DeclaredSizesAreCheckedBeforeAnythingIsAllocated) {
+  // A 2^40-element stripped weight: refused by name before regeneration allocates 4 TiB.
+  auto m = stripped_model(true);
+  auto& w = *m.mutable_graph()->mutable_initializer(0);
+  w.clear_dims();
+  for (auto d : {1024, 1024, 1024, 1024}) w.add_dims(d);
+  const auto msg = error_of([&] { read_onnx(save(m)); });
+  EXPECT_NE(msg.find("conv.weight"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("memory budget"), std::string::npos) << msg;
+  // Dimensions whose product overflows 64 bits.
+  auto o = conv_model();
+  auto& b = *o.mutable_graph()->mutable_initializer(1);
+  b.clear_dims();
+  for (auto d : {std::int64_t{1} << 62, std::int64_t{4}}) b.add_dims(d);
+  const auto overflow = error_of([&] { read_onnx(save(o)); });
+  EXPECT_NE(overflow.find("'B'"), std::string::npos) << overflow;
+  EXPECT_NE(overflow.find("too many elements"), std::string::npos) << overflow;
+}
+
+TEST_F(OnnxIo, MemoryBudgetIsConfigurable) {
+  const std::string file = save(conv_model());
+  set_memory_budget(256);  // W alone holds 432 bytes
+  const auto msg = error_of([&] { read_onnx(file); });
+  set_memory_budget(0);
+  EXPECT_NE(msg.find("'W'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("432 bytes"), std::string::npos) << msg;
+  EXPECT_NO_THROW(read_onnx(file));
+}
+
+// Found by fuzz_onnx_import: a Constant whose 'value' attribute is not a tensor ended in
+// std::bad_variant_access ("orchid: internal error"). Both the fuzzer's input and a
+// hand-built model are one clear error now.
+TEST_F(OnnxIo, FuzzRegressionConstantValueThatIsNotATensor) {
+  auto m = make_model();
+  set_int(add_node(m, "Constant", {}, {"c"}, "const"), "value", 3);
+  add_output(m, "c");
+  const auto msg = error_of([&] { read_onnx(save(m)); });
+  EXPECT_NE(msg.find("'value' must be a tensor"), std::string::npos) << msg;
+  const std::string found =
+      std::string(ORCHID_TEST_DATA_DIR) + "/fuzz_constant_value_not_a_tensor.onnx";
+  EXPECT_NE(error_of([&] { read_onnx(found); }), "");
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "passes/load_model.hpp"
 #include "runtime/fused/fused_loop.hpp"
 #include "runtime/plan_executor.hpp"
+#include "small_graph.hpp"
 #include "test_config_roots.hpp"
 
 namespace {
@@ -55,47 +56,10 @@ void operator delete(void* p, const std::nothrow_t&) noexcept {
 namespace orchid {
 namespace {
 
-struct NodeSpec {
-  std::string op;
-  std::vector<std::string> inputs, outputs;
-  std::map<std::string, Attribute> attributes = {};
-};
-
-// A typed graph of `nodes`; `inputs` are graph inputs (random values), `constants`
-// weights; the outputs are `outputs`.
-Graph make_graph(const std::vector<std::pair<std::string, Shape>>& inputs,
-                 const std::vector<std::pair<std::string, Tensor>>& constants,
-                 const std::vector<NodeSpec>& nodes, const std::vector<std::string>& outputs) {
-  Graph g;
-  g.name = "fused_loop_test";
-  g.opset = 17;
-  for (const auto& [name, shape] : inputs) {
-    g.set_type(name, DType::F32, shape);
-    g.inputs.push_back(name);
-  }
-  for (const auto& [name, value] : constants) g.set_constant(name, value);
-  int i = 0;
-  for (const auto& spec : nodes) {
-    Node n;
-    n.name = "n" + std::to_string(i++);
-    n.op_type = spec.op;
-    n.inputs = spec.inputs;
-    n.outputs = spec.outputs;
-    n.attributes = spec.attributes;
-    g.nodes.push_back(std::move(n));
-  }
-  g.outputs = outputs;
-  infer_shapes(g);
-  g.validate();
-  return g;
-}
-
-Tensor f32(Shape shape, std::vector<float> v) {
-  return Tensor::from_vector<float>(std::move(shape), v);
-}
-Tensor i64(Shape shape, std::vector<std::int64_t> v) {
-  return Tensor::from_vector<std::int64_t>(std::move(shape), v);
-}
+using runtime_test::f32;
+using runtime_test::i64;
+using runtime_test::make_graph;
+using runtime_test::NodeSpec;
 
 // Compiles every node of `g` as one loop (asserting it compiles), runs it and compares
 // each graph output with the reference interpreter.
@@ -103,9 +67,9 @@ void expect_loop_matches(const Graph& g, std::int64_t want_cols) {
   std::vector<std::size_t> nodes;
   for (std::size_t i = 0; i < g.nodes.size(); ++i) nodes.push_back(i);
   const std::set<std::string> needed(g.outputs.begin(), g.outputs.end());
-  std::string why;
-  auto loop = FusedLoop::compile(g, nodes, needed, &why);
-  ASSERT_TRUE(loop) << why;
+  auto compiled = FusedLoop::compile(g, nodes, needed);
+  ASSERT_TRUE(compiled) << compiled.why();
+  const std::unique_ptr<FusedLoop>& loop = *compiled;
   EXPECT_EQ(loop->cols(), want_cols);
   const TensorMap feed = make_random_inputs(g, 7);
   const TensorMap want = ReferenceInterpreter(g).run(feed);
@@ -209,7 +173,9 @@ TEST(FusedLoop, RefusesWhatItCannotExpress) {
                  {{"ReduceMean", {"x"}, {"m"}, {{"axes", std::vector<std::int64_t>{0}}}},
                   {"Sub", {"x", "m"}, {"y"}}},
                  {"y"});
-  EXPECT_FALSE(FusedLoop::compile(lead, {0, 1}, {"y"}, &why));
+  auto refused = FusedLoop::compile(lead, {0, 1}, {"y"});
+  EXPECT_FALSE(refused);
+  if (!refused) why = refused.why();
   EXPECT_NE(why.find("not trailing"), std::string::npos) << why;
   // Reductions over rows of different lengths cannot share one domain.
   const Graph two =
@@ -217,12 +183,14 @@ TEST(FusedLoop, RefusesWhatItCannotExpress) {
                  {{"ReduceMean", {"x"}, {"m"}, {{"axes", std::vector<std::int64_t>{1}}}},
                   {"ReduceMean", {"x"}, {"all"}, {{"axes", std::vector<std::int64_t>{0, 1}}}}},
                  {"m", "all"});
-  EXPECT_FALSE(FusedLoop::compile(two, {0, 1}, {"m", "all"}, &why));
+  EXPECT_FALSE(FusedLoop::compile(two, {0, 1}, {"m", "all"}));
   // Ops with no fused form (pooling) are refused with their name.
   Graph pool = make_graph(
       {{"x", {1, 2, 4, 4}}}, {},
       {{"MaxPool", {"x"}, {"y"}, {{"kernel_shape", std::vector<std::int64_t>{2, 2}}}}}, {"y"});
-  EXPECT_FALSE(FusedLoop::compile(pool, {0}, {"y"}, &why));
+  auto pooled = FusedLoop::compile(pool, {0}, {"y"});
+  EXPECT_FALSE(pooled);
+  if (!pooled) why = pooled.why();
   EXPECT_NE(why.find("MaxPool"), std::string::npos) << why;
 }
 

@@ -1,0 +1,84 @@
+// Measured CPU-rank layer costs (see measured_cpu_cost.hpp).
+#include "mapping/measured_cpu_cost.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "eval/random_inputs.hpp"
+#include "mapping/layer_subgraph.hpp"
+#include "orchestrate/orchestrator.hpp"
+#include "runtime/plan_executor.hpp"
+
+namespace orchid::mapping {
+
+MeasuredCpuCostProvider::MeasuredCpuCostProvider(const CostModel& cpu_model,
+                                                 const LayerCostProvider& others,
+                                                 double target_seconds)
+    : cpu_model_(cpu_model), others_(others), target_seconds_(target_seconds) {}
+
+double MeasuredCpuCostProvider::measure(const Layer& layer, const Design& design,
+                                        std::string& why) const {
+  try {
+    const LayerSubgraph sub = layer_subgraph(layer);
+    OrchestrateOptions options;
+    options.time_limit_s = 2;
+    const Orchestration o = orchestrate(sub.graph, cpu_model_, options);
+    const TensorMap inputs = make_random_inputs(sub.graph, 1);
+    // The rank's thread count for the measurement, the caller's afterwards.
+    const int saved_threads = omp_get_max_threads();
+    omp_set_num_threads(design.threads);
+    PlanExecutor executor(o.fission.graph, o.optimal, o.fission.alternatives);
+    executor.execute(inputs);  // warm-up: page faults, oneDNN JIT
+    std::vector<double> times;
+    double spent = 0;
+    while (times.size() < 3 || (spent < target_seconds_ && times.size() < 50)) {
+      const auto t0 = std::chrono::steady_clock::now();
+      executor.execute(inputs);
+      const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      times.push_back(t);
+      spent += t;
+    }
+    omp_set_num_threads(saved_threads);
+    std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+    return times[times.size() / 2] * sub.repeat;
+  } catch (const std::exception& e) {
+    why = e.what();
+    return -1;
+  }
+}
+
+double MeasuredCpuCostProvider::compute_seconds(const Layer& layer, const Design& design) const {
+  if (!design.is_cpu) return others_.compute_seconds(layer, design);
+  if (!design.supports_kind(layer.kind)) return -1;
+  std::lock_guard<std::mutex> lock(mutex_);
+  const std::string key = fmt::format("{}|{}", design.threads, layer_signature(layer));
+  if (auto it = memo_.find(key); it != memo_.end()) {
+    ++stats_.memo_hits;
+    return it->second;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string why;
+  double seconds = measure(layer, design, why);
+  if (seconds < 0) {
+    seconds = gpu_roofline_seconds(design.gpu, layer);
+    if (stats_.fallbacks++ == 0) stats_.first_fallback = fmt::format("{}: {}", layer.name, why);
+  } else {
+    ++stats_.measured;
+  }
+  stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  memo_[key] = seconds;
+  return seconds;
+}
+
+MeasuredCpuCostStats MeasuredCpuCostProvider::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+}  // namespace orchid::mapping

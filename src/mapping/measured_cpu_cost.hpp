@@ -1,0 +1,45 @@
+// Layer costs of CPU-cluster ranks, measured: a CPU design's cost of a (sharded) layer is
+// the median time of the layer's subgraph (layer_subgraph.hpp, the shard's exact shapes)
+// run by the CPU plan executor with the design's thread count, under the plan the kernel
+// orchestrator picks for the given CPU cost model. Memoised by (threads, signature), so
+// repeated blocks and equal shards are measured once. Other designs are delegated.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "cost/cost_model.hpp"
+#include "mapping/layer_cost.hpp"
+
+namespace orchid::mapping {
+
+struct MeasuredCpuCostStats {
+  std::size_t measured = 0;  // distinct subgraphs timed
+  std::size_t memo_hits = 0;
+  std::size_t fallbacks = 0;  // subgraphs priced by the roofline (could not be built/run)
+  std::string first_fallback;
+  double seconds = 0;  // spent measuring
+};
+
+class MeasuredCpuCostProvider : public LayerCostProvider {
+ public:
+  // `cpu_model` orchestrates each layer subgraph (e.g. the analytic model of
+  // configs/devices/cpu.toml); `others` prices non-CPU designs. Both must outlive this.
+  MeasuredCpuCostProvider(const CostModel& cpu_model, const LayerCostProvider& others,
+                          double target_seconds = 0.02);
+  double compute_seconds(const Layer& layer, const Design& design) const override;
+  MeasuredCpuCostStats stats() const;
+
+ private:
+  double measure(const Layer& layer, const Design& design, std::string& why) const;
+
+  const CostModel& cpu_model_;
+  const LayerCostProvider& others_;
+  double target_seconds_;
+  mutable std::mutex mutex_;
+  mutable std::map<std::string, double> memo_;
+  mutable MeasuredCpuCostStats stats_;
+};
+
+}  // namespace orchid::mapping

@@ -1,0 +1,299 @@
+#include "runtime/onednn_linear.hpp"
+
+#include <algorithm>
+
+#include "ir/op_traits.hpp"
+#include "ir/ops/window_geometry.hpp"
+#include "runtime/onednn_memory.hpp"
+#include "util/error.hpp"
+
+namespace orchid {
+
+namespace {
+
+using dnnl::memory;
+
+// How a post-op operand's shape maps onto the primitive's dims: right-aligned to `rank`,
+// and for a MatMul run as one 2-D GEMM (`collapse`), every dim but the last folded
+// into rows (the operand then spans either all rows or one).
+struct OperandShaping {
+  std::size_t rank = 0;
+  bool collapse = false;
+};
+
+memory::dims operand_dims(const Shape& shape, const OperandShaping& sh) {
+  memory::dims d = padded_dims(shape, sh.rank);
+  if (!sh.collapse) return d;
+  std::int64_t rows = 1;
+  for (std::size_t i = 0; i + 1 < d.size(); ++i) rows *= d[i];
+  return {rows, d.back()};
+}
+
+// A binary post-op's operand as stored: plain, or NHWC when the layout says so.
+memory::desc operand_desc(const Graph& g, const PostOp& p, const OperandShaping& sh,
+                          const std::vector<bool>& stored_nhwc, std::size_t index) {
+  const memory::dims dims = operand_dims(g.tensor(p.operand).shape, sh);
+  if (index < stored_nhwc.size() && stored_nhwc[index]) return nhwc_desc(dims);
+  return plain_desc(dims);
+}
+
+dnnl::primitive_attr post_op_attr(const Graph& g, const std::vector<PostOp>& post_ops,
+                                  const OperandShaping& sh, const std::vector<bool>& stored_nhwc) {
+  dnnl::primitive_attr attr;
+  dnnl::post_ops po;
+  for (std::size_t i = 0; i < post_ops.size(); ++i) {
+    const PostOp& p = post_ops[i];
+    if (p.kind == PostOp::Kind::Eltwise) {
+      po.append_eltwise(1.0f, to_dnnl(p.algorithm), p.alpha, p.beta);
+    } else {
+      po.append_binary(to_dnnl(p.algorithm), operand_desc(g, p, sh, stored_nhwc, i));
+    }
+  }
+  attr.set_post_ops(po);
+  return attr;
+}
+
+struct ConvDescs {
+  memory::dims src, wei, dst, strides, dilation, pad_l, pad_r;
+};
+
+ConvDescs conv_dims(const Graph& g, const Node& node) {
+  const Shape& xs = g.tensor(node.inputs[0]).shape;
+  const Shape& ws = g.tensor(node.inputs[1]).shape;
+  const WindowGeometry geo =
+      window_geometry(node, {xs.begin() + 2, xs.end()}, {ws.begin() + 2, ws.end()}, false);
+  const std::int64_t group = node.attr_int("group", 1);
+  ConvDescs d;
+  d.src = to_dims(xs);
+  d.dst = to_dims(g.tensor(node.outputs[0]).shape);
+  d.wei = group == 1 ? to_dims(ws) : memory::dims{group, ws[0] / group, ws[1], ws[2], ws[3]};
+  d.strides.assign(geo.strides.begin(), geo.strides.end());
+  for (auto x : geo.dilations) d.dilation.push_back(x - 1);
+  d.pad_l.assign(geo.pad_begin.begin(), geo.pad_begin.end());
+  d.pad_r.assign(geo.pad_end.begin(), geo.pad_end.end());
+  return d;
+}
+
+bool is_matmul(const Node& node) {
+  return op_traits(node.op_type).onednn == OnednnAlgorithm::MatMul;
+}
+
+bool is_convolution(const Node& node) {
+  return op_traits(node.op_type).onednn == OnednnAlgorithm::Convolution;
+}
+
+}  // namespace
+
+dnnl::algorithm to_dnnl(OnednnAlgorithm a) {
+  using A = dnnl::algorithm;
+  switch (a) {
+    case OnednnAlgorithm::EltwiseRelu:
+      return A::eltwise_relu;
+    case OnednnAlgorithm::EltwiseLogistic:
+      return A::eltwise_logistic;
+    case OnednnAlgorithm::EltwiseTanh:
+      return A::eltwise_tanh;
+    case OnednnAlgorithm::EltwiseClip:
+      return A::eltwise_clip_v2;
+    case OnednnAlgorithm::EltwiseSwish:
+      return A::eltwise_swish;
+    case OnednnAlgorithm::EltwiseGeluErf:
+      return A::eltwise_gelu_erf;
+    case OnednnAlgorithm::BinaryAdd:
+      return A::binary_add;
+    case OnednnAlgorithm::BinarySub:
+      return A::binary_sub;
+    case OnednnAlgorithm::BinaryMul:
+      return A::binary_mul;
+    case OnednnAlgorithm::BinaryDiv:
+      return A::binary_div;
+    case OnednnAlgorithm::BinaryMax:
+      return A::binary_max;
+    case OnednnAlgorithm::BinaryMin:
+      return A::binary_min;
+    case OnednnAlgorithm::Convolution:
+      return A::convolution_direct;
+    case OnednnAlgorithm::PoolingMax:
+      return A::pooling_max;
+    case OnednnAlgorithm::PoolingAverage:
+      return A::pooling_avg_exclude_padding;
+    case OnednnAlgorithm::ResamplingLinear:
+      return A::resampling_linear;
+    case OnednnAlgorithm::MatMul:
+    case OnednnAlgorithm::None:
+      break;
+  }
+  internal_error("oneDNN algorithm {} has no dnnl::algorithm", static_cast<int>(a));
+}
+
+void LinearOp::run(dnnl::stream& stream, const void* a, const void* b, void* y,
+                   const std::vector<const void*>& extra) {
+  if (src_reorder) {
+    src_user.set_data_handle(const_cast<void*>(a));
+    src_reorder->execute(stream, src_user, src);
+  } else {
+    src.set_data_handle(const_cast<void*>(a));
+  }
+  if (!packed_weights) wei.set_data_handle(const_cast<void*>(b));
+  for (std::size_t i = 0; i < binary.size(); ++i) {
+    if (binary_reorder[i]) {
+      binary_user[i].set_data_handle(const_cast<void*>(extra[i]));
+      binary_reorder[i]->execute(stream, binary_user[i], binary[i]);
+    } else {
+      binary[i].set_data_handle(const_cast<void*>(extra[i]));
+    }
+  }
+  if (dst_reorder) {
+    prim.execute(stream, args);
+    dst_user.set_data_handle(y);
+    dst_reorder->execute(stream, dst, dst_user);
+  } else {
+    dst.set_data_handle(y);
+    prim.execute(stream, args);
+  }
+}
+
+std::vector<memory*> LinearOp::reordered_copies() {
+  std::vector<memory*> m;
+  if (src_reorder) m.push_back(&src);
+  if (dst_reorder) m.push_back(&dst);
+  for (std::size_t i = 0; i < binary.size(); ++i) {
+    if (binary_reorder[i]) m.push_back(&binary[i]);
+  }
+  return m;
+}
+
+bool linear_supported(const Graph& g, const Node& node) {
+  for (const auto& t : node.inputs) {
+    if (t.empty() || g.tensor(t).dtype != DType::F32) return false;
+  }
+  if (is_matmul(node)) return true;
+  return is_convolution(node) && node.inputs.size() == 2 &&
+         g.tensor(node.inputs[0]).shape.size() == 4;
+}
+
+bool conv_prefers_nhwc(const dnnl::engine& engine, const Graph& g, const Node& node) {
+  if (!is_convolution(node) || !g.is_constant(node.inputs[1])) return false;
+  const ConvDescs d = conv_dims(g, node);
+  const dnnl::convolution_forward::desc desc(
+      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any_desc(d.src),
+      any_desc(d.wei), any_desc(d.dst), d.strides, d.dilation, d.pad_l, d.pad_r);
+  const dnnl::convolution_forward::primitive_desc pd(desc, engine);
+  return pd.src_desc() == nhwc_desc(d.src) && pd.dst_desc() == nhwc_desc(d.dst);
+}
+
+LinearOp make_linear(const dnnl::engine& engine, dnnl::stream& stream, const Graph& g,
+                     const Node& node, const std::vector<PostOp>& post_ops,
+                     const LinearLayout& layout) {
+  LinearOp op;
+  memory::desc src_md, wei_md, dst_md;  // plain, as the arena holds them
+  const bool weights_constant = g.is_constant(node.inputs[1]);
+  std::optional<memory::desc> chosen_wei;
+  OperandShaping shaping{4, false};
+  if (is_matmul(node)) {
+    Shape as = g.tensor(node.inputs[0]).shape;
+    Shape bs = g.tensor(node.inputs[1]).shape;
+    if (as.size() == 1) as.insert(as.begin(), 1);
+    if (bs.size() == 1) bs.push_back(1);
+    const std::size_t rank = std::max(as.size(), bs.size());
+    const memory::dims ad = padded_dims(as, rank), bd = padded_dims(bs, rank);
+    memory::dims yd(rank);
+    for (std::size_t i = 0; i + 2 < rank; ++i) yd[i] = ad[i] == 1 ? bd[i] : ad[i];
+    yd[rank - 2] = ad[rank - 2];
+    yd[rank - 1] = bd[rank - 1];
+    shaping.rank = rank;
+    // Weights shared by every batch ([K, N], e.g. torchvision ViT's [L, 1, E] tokens):
+    // one [B*M, K] x [K, N] GEMM instead of B small ones (197 GEMVs for ViT-B/16).
+    bool shared = rank > 2;
+    for (std::size_t i = 0; i + 2 < rank; ++i) shared = shared && bd[i] == 1;
+    for (const auto& p : post_ops) {
+      if (!shared || p.kind != PostOp::Kind::Binary) continue;
+      const memory::dims od = padded_dims(g.tensor(p.operand).shape, rank);
+      bool all_rows = true, one_row = true;
+      for (std::size_t i = 0; i + 1 < rank; ++i) {
+        all_rows = all_rows && od[i] == yd[i];
+        one_row = one_row && od[i] == 1;
+      }
+      shared = all_rows || one_row;
+    }
+    memory::dims ad2 = ad, bd2 = bd, yd2 = yd;
+    if (shared) {
+      shaping.collapse = true;
+      std::int64_t rows = 1;
+      for (std::size_t i = 0; i + 1 < rank; ++i) rows *= ad[i];
+      ad2 = {rows, ad[rank - 1]};
+      bd2 = {bd[rank - 2], bd[rank - 1]};
+      yd2 = {rows, yd[rank - 1]};
+    }
+    src_md = plain_desc(ad2);
+    wei_md = plain_desc(bd2);
+    dst_md = plain_desc(yd2);
+    const dnnl::matmul::desc desc(src_md, weights_constant ? any_desc(bd2) : wei_md, dst_md);
+    const dnnl::matmul::primitive_desc pd(desc, post_op_attr(g, post_ops, shaping, {}), engine);
+    op.prim = dnnl::matmul(pd);
+    op.implementation = pd.impl_info_str();
+    op.src = memory(src_md, engine, DNNL_MEMORY_NONE);
+    op.dst = memory(dst_md, engine, DNNL_MEMORY_NONE);
+    chosen_wei = pd.weights_desc();
+  } else {
+    const ConvDescs d = conv_dims(g, node);
+    src_md = plain_desc(d.src);
+    dst_md = plain_desc(d.dst);
+    wei_md = plain_desc(d.wei);
+    const bool choose = weights_constant;
+    const memory::desc src_want = layout.nhwc ? nhwc_desc(d.src)
+                                  : choose    ? any_desc(d.src)
+                                              : src_md;
+    const memory::desc dst_want = layout.nhwc ? nhwc_desc(d.dst)
+                                  : choose    ? any_desc(d.dst)
+                                              : dst_md;
+    const dnnl::convolution_forward::desc desc(
+        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_want,
+        choose ? any_desc(d.wei) : wei_md, dst_want, d.strides, d.dilation, d.pad_l, d.pad_r);
+    const dnnl::convolution_forward::primitive_desc pd(
+        desc, post_op_attr(g, post_ops, shaping, layout.operand_used_nhwc), engine);
+    op.prim = dnnl::convolution_forward(pd);
+    op.implementation = pd.impl_info_str();
+    op.src = memory(pd.src_desc(), engine, DNNL_MEMORY_NONE);
+    op.dst = memory(pd.dst_desc(), engine, DNNL_MEMORY_NONE);
+    const memory::desc src_stored = layout.src_stored_nhwc ? nhwc_desc(d.src) : src_md;
+    const memory::desc dst_stored = layout.dst_stored_nhwc ? nhwc_desc(d.dst) : dst_md;
+    if (pd.src_desc() != src_stored) {
+      op.src_user = memory(src_stored, engine, DNNL_MEMORY_NONE);
+      op.src_reorder = dnnl::reorder(op.src_user, op.src);
+    }
+    if (pd.dst_desc() != dst_stored) {
+      op.dst_user = memory(dst_stored, engine, DNNL_MEMORY_NONE);
+      op.dst_reorder = dnnl::reorder(op.dst, op.dst_user);
+    }
+    chosen_wei = pd.weights_desc();
+  }
+  if (*chosen_wei != wei_md) {
+    // Only reached for constant weights: pack them once.
+    const Tensor& w = *g.tensor(node.inputs[1]).data;
+    memory user(wei_md, engine, const_cast<std::byte*>(w.raw()));
+    op.wei = memory(*chosen_wei, engine);
+    dnnl::reorder(user, op.wei).execute(stream, user, op.wei);
+    stream.wait();
+    op.packed_weights = true;
+  } else {
+    op.wei = memory(wei_md, engine, DNNL_MEMORY_NONE);
+  }
+  op.args = {{DNNL_ARG_SRC, op.src}, {DNNL_ARG_WEIGHTS, op.wei}, {DNNL_ARG_DST, op.dst}};
+  for (std::size_t i = 0; i < post_ops.size(); ++i) {
+    if (post_ops[i].kind != PostOp::Kind::Binary) continue;
+    const memory::desc stored =
+        operand_desc(g, post_ops[i], shaping, layout.operand_stored_nhwc, i);
+    const memory::desc used = operand_desc(g, post_ops[i], shaping, layout.operand_used_nhwc, i);
+    op.binary.push_back(memory(used, engine, DNNL_MEMORY_NONE));
+    op.binary_user.push_back(memory(stored, engine, DNNL_MEMORY_NONE));
+    op.binary_reorder.emplace_back();
+    if (stored != used)
+      op.binary_reorder.back() = dnnl::reorder(op.binary_user.back(), op.binary.back());
+    op.args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1] =
+        op.binary.back();
+  }
+  return op;
+}
+
+}  // namespace orchid

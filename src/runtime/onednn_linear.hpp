@@ -1,0 +1,74 @@
+// Linear primitives (MatMul, 2-D Conv) on oneDNN, with an epilogue folded in as post-ops.
+//
+// Memory objects are made once; each run only swaps their data handles. Convolutions run
+// in the activation and weight layouts oneDNN prefers on this CPU (NHWC on AVX-512): where
+// a tensor is stored otherwise (plain NCHW), the source is reordered from `src_user` into
+// `src` before and the result from `dst` into `dst_user` after the convolution; constant
+// weights are reordered once, at build time (`packed_weights`). oneDNN's channels-last
+// kernels are several times faster than the im2col+GEMM path it takes for plain layouts,
+// which is worth far more than the reorders.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "ir/graph.hpp"
+#include "runtime/epilogue_matcher.hpp"
+
+namespace orchid {
+
+struct LinearOp {
+  dnnl::primitive prim;
+  dnnl::memory src, wei, dst;       // what the primitive reads and writes
+  dnnl::memory src_user, dst_user;  // plain views of arena tensors when reorders are needed
+  std::optional<dnnl::reorder> src_reorder, dst_reorder;
+  bool packed_weights = false;       // `wei` owns a reordered copy of constant weights
+  std::vector<dnnl::memory> binary;  // post-op src1 tensors, in post-op order
+  // Per binary post-op: a full-size operand stored plain for an NHWC convolution is
+  // reordered into `binary[i]` first (oneDNN 2.6 reads such operands in the result's
+  // layout whatever their descriptor says, so they must match it).
+  std::vector<std::optional<dnnl::reorder>> binary_reorder;
+  std::vector<dnnl::memory> binary_user;
+  std::unordered_map<int, dnnl::memory> args;
+  std::string implementation;  // oneDNN's name for the kernel it chose
+
+  // a, b: source and weights; y: result; extra: binary post-op operands in order.
+  void run(dnnl::stream& stream, const void* a, const void* b, void* y,
+           const std::vector<const void*>& extra);
+  // The memories that need a buffer of their own (reordered copies), in a fixed order.
+  std::vector<dnnl::memory*> reordered_copies();
+};
+
+// How a linear op's activations are stored: which of its tensors live in NHWC rather
+// than plain NCHW (cost/layout_policy.hpp decides).
+struct LinearLayout {
+  bool nhwc = false;  // the convolution runs on NHWC activations
+  bool src_stored_nhwc = false, dst_stored_nhwc = false;
+  std::vector<bool> operand_stored_nhwc;  // per post-op
+  std::vector<bool> operand_used_nhwc;    // per post-op: full-size operand of an NHWC conv
+};
+
+// Whether make_linear maps `node` onto oneDNN: MatMul, or a 2-D Conv without bias input
+// (fission splits the bias off), all f32.
+bool linear_supported(const Graph& graph, const Node& node);
+
+// Whether oneDNN, free to choose, runs this convolution on channels-last (NHWC)
+// activations.
+bool conv_prefers_nhwc(const dnnl::engine& engine, const Graph& graph, const Node& node);
+
+// Builds the primitive for a node linear_supported() accepts, with `post_ops`. Constant
+// weights are packed once into the layout the primitive prefers. Convolutions choose
+// their activation layout (any), or run NHWC as `layout` says; activations stored
+// otherwise are reordered before / after.
+LinearOp make_linear(const dnnl::engine& engine, dnnl::stream& stream, const Graph& graph,
+                     const Node& node, const std::vector<PostOp>& post_ops,
+                     const LinearLayout& layout);
+
+// oneDNN's algorithm for an IR-level one (InternalError for None).
+dnnl::algorithm to_dnnl(OnednnAlgorithm algorithm);
+
+}  // namespace orchid

@@ -1,0 +1,20 @@
+// oneDNN memory descriptors for orchid's f32 tensors: plain row-major, channels-last, or
+// left for the primitive to choose.
+#pragma once
+
+#include <cstddef>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "ir/shape.hpp"
+
+namespace orchid {
+
+dnnl::memory::dims to_dims(const Shape& s);
+// Right-aligns `shape` to `rank` with leading ones.
+dnnl::memory::dims padded_dims(const Shape& shape, std::size_t rank);
+dnnl::memory::desc plain_desc(const dnnl::memory::dims& dims);
+dnnl::memory::desc nhwc_desc(const dnnl::memory::dims& dims);
+dnnl::memory::desc any_desc(const dnnl::memory::dims& dims);
+
+}  // namespace orchid

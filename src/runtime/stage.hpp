@@ -1,0 +1,63 @@
+// The stages a planned kernel is compiled into (runtime/stage_builder.hpp), one kind per
+// way of computing: a linear primitive on oneDNN with its epilogue, a fused loop, a
+// pooling or resampling primitive on oneDNN, or one primitive on its reference kernel.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "eval/reference/reference_kernels.hpp"
+#include "runtime/epilogue_matcher.hpp"
+#include "runtime/fused/fused_loop.hpp"
+#include "runtime/memory_plan.hpp"
+#include "runtime/onednn_linear.hpp"
+#include "runtime/onednn_pool_resample.hpp"
+
+namespace orchid {
+
+// A linear primitive on oneDNN, epilogue folded in as post-ops.
+struct LinearStage {
+  const Node* node = nullptr;
+  std::vector<PostOp> post_ops;
+  std::string src, wei, dst;               // the tensors read and written (as the arena names them)
+  bool prefers_nhwc = false;               // conv_prefers_nhwc
+  LinearOp op;                             // built once every stage is known (build_linear_ops)
+  std::vector<std::int64_t> copy_offsets;  // op.reordered_copies() in the layout pool
+  Location a, b, y;
+  std::vector<Location> extra;
+  std::vector<const void*> extra_ptrs;  // reused every run
+};
+
+struct LoopStage {
+  std::unique_ptr<FusedLoop> loop;
+  std::vector<std::string> read_names;  // tensors read (arena names)
+  std::vector<Location> reads, writes;
+  std::vector<const std::byte*> read_ptrs;
+  std::vector<std::byte*> write_ptrs;
+};
+
+// Pooling or resampling on oneDNN.
+struct UnaryDnnlStage {
+  UnaryDnnlOp op;
+  std::vector<std::string> read_names;
+  Location x, y;
+};
+
+// One primitive on its reference kernel, reading and writing views in place.
+struct ReferenceStage {
+  const Node* node = nullptr;
+  ReferenceKernel kernel = nullptr;
+  std::vector<std::string> read_names;
+  std::vector<Tensor> in_views, out_views;
+  std::vector<const Tensor*> ins;                     // per node input: view, constant or null
+  std::vector<Location> in_locations, out_locations;  // per view
+  std::vector<const Tensor*> in_constants;            // per node input
+  std::vector<std::pair<std::size_t, std::size_t>> rebound;  // in_views[i] <- input k
+};
+
+using Stage = std::variant<LinearStage, LoopStage, UnaryDnnlStage, ReferenceStage>;
+
+}  // namespace orchid

@@ -1,0 +1,195 @@
+#include "runtime/stage_builder.hpp"
+
+#include <unordered_map>
+
+#include "ir/op_traits.hpp"
+#include "runtime/kernel_dataflow.hpp"
+#include "util/error.hpp"
+
+namespace orchid {
+
+// Where each tensor of one kernel lives while compiling it.
+struct StageBuilder::KernelPlaces {
+  std::unordered_map<std::string, Location> where;
+  std::unordered_map<std::string, std::string> source;  // kernel input -> arena tensor
+  std::string arena_name(const std::string& t) const {
+    auto it = source.find(t);
+    return it == source.end() ? t : it->second;
+  }
+};
+
+Location StageBuilder::place(KernelPlaces& places, const std::string& t) {
+  if (auto it = places.where.find(t); it != places.where.end()) return it->second;
+  // A weight, graph input or kernel output, else an intermediate in scratch.
+  const std::optional<Location> known = memory_.locate_or_none(t);
+  const Location l = known ? *known : memory_.scratch_for(t);
+  places.where[t] = l;
+  return l;
+}
+
+std::optional<std::pair<LinearStage, std::size_t>> StageBuilder::linear_stage(
+    const PlannedKernel& pk, std::size_t pos, KernelPlaces& places) {
+  const Node& lin = graph_.nodes[pk.nodes[pos]];
+  const OnednnAlgorithm kind = op_traits(lin.op_type).onednn;
+  if (kind != OnednnAlgorithm::MatMul && kind != OnednnAlgorithm::Convolution) return std::nullopt;
+  for (const auto& t : lin.inputs) {
+    if (graph_.tensor(t).shape.size() < 2) return std::nullopt;
+  }
+  EpilogueMatch epilogue = match_epilogue(graph_, pk, pos);
+  if (!linear_supported(graph_, lin)) return std::nullopt;
+  LinearStage st;
+  st.node = &lin;
+  st.src = places.arena_name(lin.inputs[0]);
+  st.wei = places.arena_name(lin.inputs[1]);
+  st.dst = epilogue.result;
+  st.a = place(places, lin.inputs[0]);
+  st.b = place(places, lin.inputs[1]);
+  st.y = place(places, epilogue.result);
+  for (const auto& p : epilogue.post_ops) {
+    if (p.kind == PostOp::Kind::Binary) st.extra.push_back(place(places, p.operand));
+  }
+  for (auto& p : epilogue.post_ops) {
+    if (p.kind == PostOp::Kind::Binary) p.operand = places.arena_name(p.operand);
+  }
+  st.post_ops = std::move(epilogue.post_ops);
+  st.extra_ptrs.resize(st.extra.size());
+  return std::make_pair(std::move(st), epilogue.nodes);
+}
+
+std::optional<LoopStage> StageBuilder::loop_stage(const PlannedKernel& pk, std::size_t begin,
+                                                  std::size_t end, KernelPlaces& places) {
+  const std::vector<std::size_t> nodes(pk.nodes.begin() + static_cast<std::ptrdiff_t>(begin),
+                                       pk.nodes.begin() + static_cast<std::ptrdiff_t>(end));
+  auto loop = FusedLoop::compile(graph_, nodes, needed_after(graph_, pk, begin, end));
+  if (!loop) return std::nullopt;
+  LoopStage st;
+  for (const auto& t : (*loop)->reads()) {
+    st.reads.push_back(place(places, t));
+    st.read_names.push_back(places.arena_name(t));
+  }
+  for (const auto& t : (*loop)->writes()) st.writes.push_back(place(places, t));
+  st.read_ptrs.resize(st.reads.size());
+  st.write_ptrs.resize(st.writes.size());
+  stats_.loop_scratch_bytes += (*loop)->scratch_bytes();
+  st.loop = std::move(*loop);
+  return st;
+}
+
+Stage StageBuilder::single_node_stage(const Node& n, KernelPlaces& places) {
+  std::vector<std::string> reads;
+  for (const auto& t : n.inputs) {
+    if (!t.empty()) reads.push_back(places.arena_name(t));
+  }
+  std::optional<UnaryDnnlOp> op = make_pool(engine_, graph_, n);
+  if (!op) op = make_resample(engine_, graph_, n);
+  if (op) {
+    ++stats_.dnnl_primitives;
+    return UnaryDnnlStage{std::move(*op), std::move(reads), place(places, n.inputs[0]),
+                          place(places, n.outputs[0])};
+  }
+  ++stats_.reference_primitives;
+  ReferenceStage st;
+  st.node = &n;
+  st.read_names = std::move(reads);
+  st.kernel = find_reference_kernel(n.op_type);
+  if (!st.kernel) unsupported("{}: no kernel for op type '{}'", n.describe(), n.op_type);
+  st.in_views.reserve(n.inputs.size());
+  for (const auto& t : n.inputs) {
+    if (t.empty()) continue;
+    const Location l = place(places, t);
+    if (l.kind == Location::Kind::Constant) continue;
+    const TensorInfo& info = graph_.tensor(t);
+    st.in_views.push_back(Tensor::view(info.dtype, info.shape, nullptr));
+    st.in_locations.push_back(l);
+  }
+  for (const auto& t : n.outputs) {
+    const TensorInfo& info = graph_.tensor(t);
+    st.out_views.push_back(Tensor::view(info.dtype, info.shape, nullptr));
+    st.out_locations.push_back(place(places, t));
+  }
+  st.in_constants.resize(n.inputs.size(), nullptr);
+  for (std::size_t i = 0; i < n.inputs.size(); ++i) {
+    if (!n.inputs[i].empty() && graph_.is_constant(n.inputs[i])) {
+      st.in_constants[i] = graph_.tensor(n.inputs[i]).data.get();
+    }
+  }
+  return st;
+}
+
+std::vector<Stage> StageBuilder::build(const PlannedKernel& pk) {
+  memory_.begin_kernel();
+  KernelPlaces places;
+  for (std::size_t i = 0; i < pk.inputs.size(); ++i) {
+    places.where[pk.inputs[i]] = memory_.locate(pk.sources[i]);
+    places.source[pk.inputs[i]] = pk.sources[i];
+  }
+  std::vector<Stage> stages;
+  std::size_t pos = 0;
+  const std::size_t count = pk.nodes.size();
+  auto is_linear = [&](std::size_t i) {
+    return op_traits(graph_.nodes[pk.nodes[i]].op_type).primitive == PrimitiveClass::Linear;
+  };
+  while (pos < count) {
+    if (is_linear(pos)) {
+      if (auto st = linear_stage(pk, pos, places)) {
+        stats_.dnnl_primitives += 1;
+        stats_.epilogue_primitives += st->second - 1;
+        stages.emplace_back(std::move(st->first));
+        pos += st->second;
+        continue;
+      }
+      stages.push_back(single_node_stage(graph_.nodes[pk.nodes[pos]], places));
+      ++pos;
+      continue;
+    }
+    // The longest run of memory-bound primitives from here that one loop expresses.
+    std::size_t run_end = pos;
+    while (run_end < count && !is_linear(run_end)) ++run_end;
+    bool placed = false;
+    for (std::size_t end = run_end; end > pos; --end) {
+      if (auto st = loop_stage(pk, pos, end, places)) {
+        stats_.fused_loop_primitives += end - pos;
+        ++stats_.fused_loops;
+        stages.emplace_back(std::move(*st));
+        pos = end;
+        placed = true;
+        break;
+      }
+    }
+    if (placed) continue;
+    stages.push_back(single_node_stage(graph_.nodes[pk.nodes[pos]], places));
+    ++pos;
+  }
+  if (stages.size() == 1 && std::holds_alternative<LinearStage>(stages[0])) {
+    ++stats_.fused_linear_kernels;
+  }
+  if (stages.size() == 1 && std::holds_alternative<LoopStage>(stages[0])) {
+    ++stats_.single_loop_kernels;
+  }
+  return stages;
+}
+
+void bind_views(ReferenceStage& st, const MemoryPlan& memory) {
+  st.ins.assign(st.node->inputs.size(), nullptr);
+  std::size_t v = 0;
+  for (std::size_t i = 0; i < st.node->inputs.size(); ++i) {
+    if (st.node->inputs[i].empty()) continue;
+    if (st.in_constants[i]) {
+      st.ins[i] = st.in_constants[i];
+      continue;
+    }
+    const Location& l = st.in_locations[v];
+    if (l.kind != Location::Kind::Input) {
+      st.in_views[v].rebind(const_cast<std::byte*>(memory.address(l)));
+    } else {
+      st.rebound.emplace_back(v, l.input);
+    }
+    st.ins[i] = &st.in_views[v];
+    ++v;
+  }
+  for (std::size_t o = 0; o < st.out_views.size(); ++o) {
+    st.out_views[o].rebind(memory.mutable_address(st.out_locations[o]));
+  }
+}
+
+}  // namespace orchid

@@ -12,11 +12,8 @@ packages=(
   coinor-libcbc-dev libdnnl-dev ocl-icd-opencl-dev libopenblas-dev
   nlohmann-json3-dev libcli11-dev libtomlplusplus-dev libfmt-dev libtbb-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
-<<<<<<< HEAD
   pocl-opencl-icd opencl-c-headers clinfo
-=======
   libopenmpi-dev openmpi-bin
->>>>>>> main
 )
 missing=()
 for p in "${packages[@]}"; do

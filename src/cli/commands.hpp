@@ -35,9 +35,7 @@ Action add_run_command(CLI::App& app);
 Action add_materialize_command(CLI::App& app);
 Action add_map_command(CLI::App& app);
 Action add_orchestrate_command(CLI::App& app);
-<<<<<<< HEAD
 Action add_codegen_command(CLI::App& app);
-=======
 Action add_calibrate_net_command(CLI::App& app);  // distributed_commands.cpp (MPI)
 
 // The run command's inputs: NAME=FILE.npy specs, random values from `seed` for the rest.
@@ -60,6 +58,5 @@ void add_distributed_run_options(CLI::App& run, DistributedRunOptions& options);
 void run_mapping_plan(const ModelOptions& model, const std::vector<std::string>& inputs,
                       std::uint64_t seed, const std::string& save_outputs,
                       const DistributedRunOptions& options);
->>>>>>> main
 
 }  // namespace orchid::cli

@@ -15,11 +15,8 @@
 #include "cli/commands.hpp"
 #include "cli/config_dirs.hpp"
 #include "cli/cost_options.hpp"
-<<<<<<< HEAD
 #include "cli/gpu_runner.hpp"
-=======
 #include "cli/option_checks.hpp"
->>>>>>> main
 #include "cost/cost_model.hpp"
 #include "eval/random_inputs.hpp"
 #include "eval/reference_interpreter.hpp"

@@ -83,8 +83,6 @@ TensorMap make_feed(const Graph& g, const std::vector<std::string>& specs, std::
   return feed;
 }
 
-namespace {
-
 // Output names may contain '/' or ':' (e.g. "logits/Add:0"); files may not. Control
 // characters go too, and a name made only of dots would name a folder.
 std::string file_name_for(const std::string& tensor_name) {
@@ -96,6 +94,8 @@ std::string file_name_for(const std::string& tensor_name) {
   if (out.find_first_not_of('.') == std::string::npos) out = "_" + out;
   return out;
 }
+
+namespace {
 
 // The slowest kernels: median over --repeat timed runs of each kernel, printed after
 // the whole-model timing (the per-kernel clock reads are not part of it).

@@ -195,7 +195,7 @@ Design cpu_rank_design(const toml::table& t, const std::string& path, int& ranks
     fail("{}: {}: key 'threads' must be an integer", path, where);
   }
   const std::string device = text(t, "device", path, where, false, "cpu");
-  Design d = gpu_design(load_gpu_spec(resolve(path, "../devices/" + device + ".toml")));
+  Design d = gpu_design(load_gpu_spec(resolve(path, "../devices/" + device + ".toml", "device")));
   d.is_gpu = false;
   d.is_cpu = true;
   d.threads = static_cast<int>(threads);

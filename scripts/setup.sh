@@ -3,13 +3,16 @@
 # returns at once without touching apt.
 set -euo pipefail
 # ocl-icd-opencl-dev: Debian's oneDNN CMake config looks for OpenCL (its GPU runtime),
-# and libdnnl-dev does not pull it in.
+# and libdnnl-dev does not pull it in; the GPU backend (src/codegen) links it too.
+# pocl-opencl-icd: an OpenCL device on the CPU, where the tests run every generated
+# GPU kernel; clinfo -l lists OpenCL devices.
 packages=(
   build-essential cmake ninja-build pkg-config
   libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
   coinor-libcbc-dev libdnnl-dev ocl-icd-opencl-dev libopenblas-dev
   nlohmann-json3-dev libcli11-dev libtomlplusplus-dev libfmt-dev libtbb-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
+  pocl-opencl-icd opencl-c-headers clinfo
   libopenmpi-dev openmpi-bin
 )
 missing=()

@@ -35,6 +35,7 @@ Action add_run_command(CLI::App& app);
 Action add_materialize_command(CLI::App& app);
 Action add_map_command(CLI::App& app);
 Action add_orchestrate_command(CLI::App& app);
+Action add_codegen_command(CLI::App& app);
 Action add_calibrate_net_command(CLI::App& app);  // distributed_commands.cpp (MPI)
 
 // The run command's inputs: NAME=FILE.npy specs, random values from `seed` for the rest.

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <memory>
 
 #include <fmt/format.h>
@@ -14,6 +15,7 @@
 #include "cli/commands.hpp"
 #include "cli/config_dirs.hpp"
 #include "cli/cost_options.hpp"
+#include "cli/gpu_runner.hpp"
 #include "cli/option_checks.hpp"
 #include "cost/cost_model.hpp"
 #include "eval/random_inputs.hpp"
@@ -39,8 +41,10 @@ struct RunOptions {
   std::uint64_t seed = 0;
   std::string save_outputs;
   int repeat = 1;
-  std::string device;  // "cpu": orchestrate with the cpu cost model, run the optimal plan
-  std::string plan;    // a plan JSON from `orchid orchestrate --json`
+  std::string device;        // "cpu": orchestrate with the cpu cost model, run the optimal plan;
+                             // "opencl" / "cuda": run it as generated device code (src/codegen)
+  std::string device_model;  // with opencl/cuda: the device spec to orchestrate for
+  std::string plan;          // a plan JSON from `orchid orchestrate --json`
   std::string plan_kind = "optimal";  // with --device: which plan to execute
   CostCliOptions cost;                // with --device: --profile, --profile-db
   DistributedRunOptions distributed;  // --mapping: run a mapping plan across MPI ranks
@@ -83,9 +87,11 @@ namespace {
 
 // The slowest kernels: median over --repeat timed runs of each kernel, printed after
 // the whole-model timing (the per-kernel clock reads are not part of it).
-std::string time_kernels(PlanExecutor& executor, const TensorMap& feed, const RunOptions& options) {
+std::string time_kernels(const std::function<std::vector<double>()>& execute_timed,
+                         const std::function<std::string(std::size_t)>& describe_kernel,
+                         const RunOptions& options) {
   std::vector<std::vector<double>> runs;
-  for (int r = 0; r < options.repeat; ++r) runs.push_back(executor.execute_timed(feed));
+  for (int r = 0; r < options.repeat; ++r) runs.push_back(execute_timed());
   const std::size_t count = runs.front().size();
   std::vector<std::pair<double, std::size_t>> median_us;
   double total = 0;
@@ -104,7 +110,7 @@ std::string time_kernels(PlanExecutor& executor, const TensorMap& feed, const Ru
   for (std::size_t i = 0; i < shown; ++i) {
     const auto [us, k] = median_us[i];
     out += fmt::format("  #{:<4} {:9.3f} ms {:5.1f}%  {}\n", k, us / 1e3,
-                       total > 0 ? 100 * us / total : 0.0, executor.describe_kernel(k));
+                       total > 0 ? 100 * us / total : 0.0, describe_kernel(k));
   }
   return out;
 }
@@ -121,9 +127,15 @@ void run(const RunOptions& options) {
 
   TensorMap feed = make_feed(g, options.inputs, options.seed);
 
-  if (!options.device.empty() && options.device != "cpu") {
-    fail("--device: only 'cpu' can execute plans, got '{}'", options.device);
+  const bool gpu = is_gpu_device(options.device);
+  if (!options.device.empty() && options.device != "cpu" && !gpu) {
+    fail("--device: 'cpu', 'opencl' or 'cuda' can execute plans, got '{}'", options.device);
   }
+  if (gpu && options.cost.profile) {
+    fail("--profile measures kernels on the CPU; it does not combine with --device {}",
+         options.device);
+  }
+  if (!options.device_model.empty() && !gpu) fail("--device-model goes with --device opencl|cuda");
   if (options.device.empty() && (options.cost.profile || !options.cost.profile_db.empty())) {
     fail("--profile and --profile-db go with --device cpu (orchestrate with measured costs)");
   }
@@ -148,27 +160,45 @@ void run(const RunOptions& options) {
                             fmt::format("--plan '{}'", options.plan));
       engine = fmt::format("plan executor, {} plan from {}", plan.kind, options.plan);
     } else {
-      const auto cost_model =
-          make_cost_model(load_device_spec("cpu", config_roots()), options.cost);
+      const std::string spec =
+          gpu ? gpu_device_model(options.device, options.device_model) : std::string("cpu");
+      const auto cost_model = make_cost_model(load_device_spec(spec, config_roots()), options.cost);
       Orchestration o = orchestrate(g, *cost_model, OrchestrateOptions{});
       report_measured_costs(*cost_model, options.cost, options.model.model);
       plan = plan_of_kind(o, options.plan_kind);
       fission_result = std::move(o.fission);
-      engine = fmt::format("plan executor, {} plan for cpu ({} kernels, {} {:.2f} ms)", plan.kind,
-                           plan.kernels.size(), options.cost.profile ? "measured" : "predicted",
-                           plan.total_us / 1e3);
+      engine = fmt::format("plan executor, {} plan for {} ({} kernels, {} {:.2f} ms)", plan.kind,
+                           spec, plan.kernels.size(),
+                           options.cost.profile ? "measured" : "predicted", plan.total_us / 1e3);
     }
-    PlanExecutor executor(fission_result.graph, plan, fission_result.alternatives);
-    executor.execute(feed);  // warm-up
-    for (int r = 0; r < options.repeat; ++r) {
-      const auto start = std::chrono::steady_clock::now();
-      executor.execute(feed);
-      const auto stop = std::chrono::steady_clock::now();
-      times.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
+    if (gpu) {
+      GpuPlanRunner runner(options.device, fission_result.graph, plan, fission_result.alternatives);
+      runner.execute(feed);  // warm-up
+      for (int r = 0; r < options.repeat; ++r) times.push_back(runner.timed_run(feed));
+      outputs = runner.outputs();
+      engine += "; " + runner.summary();
+      if (options.kernel_times > 0) {
+        kernel_breakdown =
+            time_kernels([&] { return runner.execute_timed(feed); },
+                         [&](std::size_t k) { return runner.describe_kernel(k); }, options);
+      }
+    } else {
+      PlanExecutor executor(fission_result.graph, plan, fission_result.alternatives);
+      executor.execute(feed);  // warm-up
+      for (int r = 0; r < options.repeat; ++r) {
+        const auto start = std::chrono::steady_clock::now();
+        executor.execute(feed);
+        const auto stop = std::chrono::steady_clock::now();
+        times.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
+      }
+      outputs = executor.outputs();
+      stats = executor.stats();
+      if (options.kernel_times > 0) {
+        kernel_breakdown =
+            time_kernels([&] { return executor.execute_timed(feed); },
+                         [&](std::size_t k) { return executor.describe_kernel(k); }, options);
+      }
     }
-    outputs = executor.outputs();
-    stats = executor.stats();
-    if (options.kernel_times > 0) kernel_breakdown = time_kernels(executor, feed, options);
   } else {
     ReferenceInterpreter interpreter(g);
     for (int r = 0; r < options.repeat; ++r) {
@@ -245,7 +275,12 @@ Action add_run_command(CLI::App& app) {
       ->default_val(1)
       ->check(in_range(1, 1e6));
   cmd->add_option("--device", options->device,
-                  "Orchestrate for this device (only 'cpu') and execute the optimal plan");
+                  "Orchestrate for this device and execute the plan: cpu (oneDNN + fused loops), "
+                  "opencl (generated kernels on the first OpenCL device) or cuda (generated "
+                  "kernels on the present NVIDIA GPU, NVRTC + CUDA graph)");
+  cmd->add_option("--device-model", options->device_model,
+                  "With --device opencl|cuda: the device spec to orchestrate for (default: the "
+                  "one matching the GPU; a100 for opencl)");
   cmd->add_option("--plan", options->plan,
                   "Execute a plan written by `orchid orchestrate --json` for this model");
   cmd->add_option("--kernel-times", options->kernel_times,

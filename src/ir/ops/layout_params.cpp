@@ -249,4 +249,64 @@ ResizePlan resize_plan(const Node& node, const Shape& input, const Tensor* scale
   return plan;
 }
 
+// Resize: input coordinate of output position o on one axis.
+double resize_source(const std::string& mode, std::int64_t o, double scale, std::int64_t in,
+                     std::int64_t out) {
+  const double x = static_cast<double>(o);
+  if (mode == "half_pixel") return (x + 0.5) / scale - 0.5;
+  if (mode == "pytorch_half_pixel") return out > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+  if (mode == "align_corners") {
+    // The resized length is in * scale before flooring, as in ONNX's reference (a
+    // 4 -> 2 downsample by scale 0.6 divides by 1.4, not 1); with sizes it is `out`.
+    const double resized = static_cast<double>(in) * scale;
+    return out == 1 ? 0.0 : x * static_cast<double>(in - 1) / (resized - 1.0);
+  }
+  if (mode == "tf_half_pixel_for_nn") return (x + 0.5) / scale;
+  return x / scale;  // asymmetric
+}
+
+std::int64_t resize_nearest_index(double x, const std::string& mode, std::int64_t in) {
+  double r;
+  if (mode == "floor") {
+    r = std::floor(x);
+  } else if (mode == "ceil") {
+    r = std::ceil(x);
+  } else if (x - std::floor(x) == 0.5) {
+    r = mode == "round_prefer_ceil" ? std::ceil(x) : std::floor(x);
+  } else {
+    r = std::round(x);
+  }
+  return std::clamp<std::int64_t>(static_cast<std::int64_t>(r), 0, in - 1);
+}
+
+// Cubic convolution (Keys) weight of a tap at distance x, coefficient a.
+static double cubic_weight(double x, double a) {
+  x = std::fabs(x);
+  if (x <= 1) return ((a + 2) * x - (a + 3)) * x * x + 1;
+  if (x < 2) return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+  return 0;
+}
+
+// The four taps around source coordinate `src`: indices clamped to the edge, or, with
+// exclude_outside, taps outside the input dropped and the rest renormalised.
+std::vector<std::pair<std::int64_t, double>> resize_cubic_taps(double src, std::int64_t in,
+                                                               double a, bool exclude_outside) {
+  const double fl = std::floor(src);
+  const double t = src - fl;
+  const auto base = static_cast<std::int64_t>(fl);
+  std::vector<std::pair<std::int64_t, double>> taps;
+  double total = 0;
+  for (std::int64_t k = -1; k <= 2; ++k) {
+    const std::int64_t index = base + k;
+    double w = cubic_weight(static_cast<double>(k) - t, a);
+    if (exclude_outside && (index < 0 || index >= in)) w = 0;
+    total += w;
+    taps.emplace_back(std::clamp<std::int64_t>(index, 0, in - 1), w);
+  }
+  if (exclude_outside && total != 0) {
+    for (auto& tap : taps) tap.second /= total;
+  }
+  return taps;
+}
+
 }  // namespace orchid

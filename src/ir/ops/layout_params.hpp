@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/node.hpp"
@@ -47,6 +49,16 @@ struct ResizePlan {
 // `scales` / `sizes` may be null or empty (numel 0) when absent.
 ResizePlan resize_plan(const Node& node, const Shape& input, const Tensor* scales,
                        const Tensor* sizes);
+
+// Resize, one axis: the source coordinate of output position `o` under a
+// coordinate_transformation_mode; the nearest source index under a nearest_mode; the
+// four cubic taps (index, weight) around a source coordinate. Shared by the reference
+// kernel and device code generation, so both sample the same points.
+double resize_source(const std::string& mode, std::int64_t o, double scale, std::int64_t in,
+                     std::int64_t out);
+std::int64_t resize_nearest_index(double x, const std::string& mode, std::int64_t in);
+std::vector<std::pair<std::int64_t, double>> resize_cubic_taps(double src, std::int64_t in,
+                                                               double a, bool exclude_outside);
 
 // Axes from an int64 tensor, normalised against `rank`, checked for duplicates.
 std::vector<std::int64_t> normalized_axes(const Node& node, const std::vector<std::int64_t>& axes,

@@ -270,5 +270,36 @@ TEST(Cli, ConfigRootsFromFlagAndEnvironment) {
   fs::remove_all(root);
 }
 
+// The GPU backend from the command line: a plan as generated OpenCL on the first OpenCL
+// device (PoCL here), sources written by `codegen`, and --device cuda refusing in one
+// line where it cannot run.
+TEST(Cli, GpuBackendRunsAndWritesSources) {
+  const Result ocl =
+      run_cli("run " + model("tiny_mlp") + " --device opencl --plan-kind greedy-fusion");
+  if (ocl.code != 0 && ocl.err.find("OpenCL") != std::string::npos &&
+      ocl.err.find("platform") != std::string::npos) {
+    GTEST_SKIP() << ocl.err;
+  }
+  ASSERT_EQ(ocl.code, 0) << ocl.err;
+  EXPECT_NE(ocl.out.find("opencl on"), std::string::npos) << ocl.out;
+  EXPECT_NE(ocl.out.find("output   probs"), std::string::npos) << ocl.out;
+  const fs::path dir =
+      fs::temp_directory_path() / ("orchid_cli_codegen_" + std::to_string(getpid()));
+  const Result gen =
+      run_cli("codegen " + model("tiny_conv") + " --target opencl --out " + dir.string());
+  ASSERT_EQ(gen.code, 0) << gen.err;
+  for (const char* f : {"plan.cl", "launches.json", "weights.bin", "Makefile"}) {
+    EXPECT_TRUE(fs::exists(dir / f)) << f;
+  }
+  fs::remove_all(dir);
+  EXPECT_NE(
+      run_cli("codegen " + model("tiny_conv") + " --target vulkan --out " + dir.string()).code, 0);
+  const Result cuda = run_cli("run " + model("tiny_mlp") + " --device cuda");
+  if (cuda.code != 0) {
+    EXPECT_EQ(cuda.code, 1);
+    EXPECT_EQ(cuda.err.rfind("orchid: error: --device cuda: ", 0), 0u) << cuda.err;
+  }
+}
+
 }  // namespace
 }  // namespace orchid

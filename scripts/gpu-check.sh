@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# The GPU check, for a machine with an NVIDIA GPU (and the CUDA toolkit for NVRTC):
+#   1. builds orchid (Release, build-gpu/);
+#   2. for every static zoo model, runs its optimal, greedy-fusion and operator-level plans
+#      as generated CUDA (`orchid run --device cuda`: NVRTC, one arena, CUDA graph), each
+#      timed as the median of 100 graph replays measured with CUDA events after a warm-up,
+#      and checks every output against the reference interpreter (|a - b| <= 1e-4 +
+#      1e-3 |b|, the tolerance of the OpenCL tests);
+#   3. where installed, times PyTorch eager, torch.compile and ONNX Runtime's CUDA provider
+#      on the same models (bench/gpu_peers.py);
+#   4. prints one table and writes it to bench/results/gpu_check.csv and gpu_check.md,
+#      with the geometric means the issue's targets name (optimal vs greedy-fusion,
+#      optimal vs torch.compile).
+# Stays within ORCHID_GPU_CHECK_BUDGET_S seconds (default 480): what does not fit is
+# recorded as skipped. Usage: bash scripts/gpu-check.sh [model ...]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+budget=${ORCHID_GPU_CHECK_BUDGET_S:-480}
+python=${PYTHON:-python3}
+[ -x /work/venv/bin/python ] && python=${PYTHON:-/work/venv/bin/python}
+left() { echo $((budget - ($(date +%s) - start))); }
+
+if ! command -v nvidia-smi > /dev/null || ! nvidia-smi -L > /dev/null 2>&1; then
+  echo "gpu-check: no NVIDIA GPU here (nvidia-smi -L fails); nothing to check" >&2
+  exit 2
+fi
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+echo "gpu-check: $gpu"
+
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DORCHID_BUILD_TESTS=OFF \
+  > /tmp/orchid-gpu-check-cmake.log 2>&1 || { tail -20 /tmp/orchid-gpu-check-cmake.log; exit 1; }
+ninja -C build-gpu orchid > /tmp/orchid-gpu-check-build.log 2>&1 ||
+  { tail -30 /tmp/orchid-gpu-check-build.log; exit 1; }
+orchid=build-gpu/orchid
+echo "gpu-check: built in $(( $(date +%s) - start )) s"
+
+work=$(mktemp -d /tmp/orchid-gpu-check.XXXXXX)
+rows="$work/rows.jsonl"
+: > "$rows"
+if [ $# -gt 0 ]; then
+  models=("$@")
+else
+  # Small models first, so a tight budget still covers most of the zoo.
+  models=(tiny_mlp tiny_conv tiny_attention tiny_resize_pad tiny_shape_plumbing mobilenet_v2
+          mobilenet_v2_opset11 resnet50 candy yolox_nano segformer_b0 vit_b_16 bert_base)
+fi
+
+record() {  # model engine median_ms ok note
+  printf '{"model":"%s","engine":"%s","median_ms":%s,"ok":%s,"note":"%s"}\n' \
+    "$1" "$2" "${3:-null}" "${4:-null}" "${5//\"/\'}" >> "$rows"
+}
+
+for m in "${models[@]}"; do
+  onnx=models/$m.onnx
+  if [ "$(left)" -lt 20 ]; then
+    record "$m" optimal null null "skipped: time budget"
+    continue
+  fi
+  mkdir -p "$work/$m"
+  # The reference: interpreter outputs for the same seed-0 inputs `run --device` uses.
+  if ! timeout $(( $(left) > 120 ? 120 : $(left) )) "$orchid" run "$onnx" \
+      --save-outputs "$work/$m/ref" > "$work/$m/ref.log" 2>&1; then
+    record "$m" optimal null null "reference: $(tail -1 "$work/$m/ref.log")"
+    continue
+  fi
+  for kind in optimal greedy-fusion operator-level; do
+    if [ "$(left)" -lt 15 ]; then record "$m" "$kind" null null "skipped: time budget"; continue; fi
+    log="$work/$m/$kind.log"
+    if timeout $(( $(left) > 150 ? 150 : $(left) )) "$orchid" run "$onnx" --device cuda \
+        --plan-kind "$kind" --repeat 100 --save-outputs "$work/$m/$kind" > "$log" 2>&1; then
+      ms=$(sed -n 's/^time *\([0-9.]*\) ms median.*/\1/p' "$log")
+      ok=$("$python" - "$work/$m/ref" "$work/$m/$kind" <<'PY'
+import sys, pathlib
+import numpy as np
+ref, got = map(pathlib.Path, sys.argv[1:3])
+ok = True
+for r in sorted(ref.glob("*.npy")):
+    a, b = np.load(got / r.name).astype(np.float64), np.load(r).astype(np.float64)
+    ok = ok and a.shape == b.shape and bool(np.all(np.abs(a - b) <= 1e-4 + 1e-3 * np.abs(b)))
+print("true" if ok else "false")
+PY
+)
+      record "$m" "orchid-$kind" "${ms:-null}" "${ok:-false}" ""
+    else
+      record "$m" "orchid-$kind" null false "$(grep -m1 'error' "$log" || tail -1 "$log")"
+    fi
+  done
+  "$orchid" materialize "$onnx" "$work/$m/full.onnx" > /dev/null 2>&1
+  for engine in eager compile ort; do
+    if [ "$(left)" -lt 15 ]; then record "$m" "$engine" null null "skipped: time budget"; continue; fi
+    line=$(timeout $(( $(left) > 120 ? 120 : $(left) )) "$python" bench/gpu_peers.py --model "$m" \
+      --engine "$engine" --repeat 100 --onnx "$work/$m/full.onnx" 2>/dev/null | tail -1)
+    ms=$(echo "$line" | "$python" -c 'import json,sys
+try: r=json.loads(sys.stdin.read()); print(r["median_ms"] if r["median_ms"] is not None else "null", "|", r["error"])
+except Exception: print("null | failed or timed out")')
+    record "$m" "$engine" "${ms%% |*}" null "${ms#*| }"
+  done
+done
+
+mkdir -p bench/results
+"$python" - "$rows" "$gpu" <<'PY'
+import json, math, sys, datetime, os
+rows = [json.loads(l) for l in open(sys.argv[1])]
+gpu = sys.argv[2]
+engines = ["orchid-optimal", "orchid-greedy-fusion", "orchid-operator-level", "eager", "compile", "ort"]
+models = list(dict.fromkeys(r["model"] for r in rows))
+cell = {(r["model"], r["engine"]): r for r in rows}
+def fmt(r):
+    if r is None: return "-"
+    if r["median_ms"] is None: return "n/a"
+    s = f'{r["median_ms"]:.3f}'
+    if r["ok"] is False: s += " WRONG"
+    return s
+header = ["model"] + engines
+lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+csv = [",".join(header + ["notes"])]
+for m in models:
+    vals = [fmt(cell.get((m, e))) for e in engines]
+    notes = "; ".join(f'{e}: {cell[(m, e)]["note"]}' for e in engines if (m, e) in cell and cell[(m, e)]["note"])
+    lines.append("| " + " | ".join([m] + vals) + " |")
+    csv.append(",".join([m] + vals + ['"' + notes.replace('"', "'") + '"']))
+def geomean(a, b):
+    rs = [cell[(m, b)]["median_ms"] / cell[(m, a)]["median_ms"] for m in models
+          if cell.get((m, a), {}).get("median_ms") and cell.get((m, b), {}).get("median_ms")]
+    return (math.exp(sum(map(math.log, rs)) / len(rs)), len(rs)) if rs else (None, 0)
+correct = sum(1 for r in rows if r["engine"].startswith("orchid-") and r["ok"] is True)
+total = sum(1 for r in rows if r["engine"].startswith("orchid-"))
+summary = [f"GPU: {gpu}; {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
+           f"orchid plans matching the reference: {correct}/{total}"]
+for a, b, target in [("orchid-optimal", "orchid-greedy-fusion", 1.3), ("orchid-optimal", "compile", 1.2),
+                     ("orchid-optimal", "eager", None), ("orchid-optimal", "ort", None)]:
+    g, n = geomean(a, b)
+    if g is not None:
+        summary.append(f"geomean speedup of {a} over {b}: {g:.3f}x over {n} models"
+                       + (f" (target >= {target}x)" if target else ""))
+text = "\n".join(["# GPU check (scripts/gpu-check.sh)", "", *summary, "",
+                  "Median ms of 100 runs (orchid: CUDA graph replays timed with CUDA events).", "", *lines, ""])
+print(text)
+open("bench/results/gpu_check.md.tmp", "w").write(text)
+os.replace("bench/results/gpu_check.md.tmp", "bench/results/gpu_check.md")
+open("bench/results/gpu_check.csv.tmp", "w").write("\n".join(csv) + "\n")
+os.replace("bench/results/gpu_check.csv.tmp", "bench/results/gpu_check.csv")
+PY
+echo "gpu-check: $(( $(date +%s) - start )) s; rows in $rows"

@@ -1,0 +1,513 @@
+#include "codegen/kernel_writer.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "codegen/elementwise_expr.hpp"
+#include "ir/ops/layout_params.hpp"
+#include "util/error.hpp"
+
+namespace orchid::codegen {
+
+namespace {
+
+const char* region_param(Region r) {
+  switch (r) {
+    case Region::Arena:
+      return "arena";
+    case Region::Scratch:
+      return "scratch";
+    case Region::Weights:
+      return "weights";
+    case Region::Inputs:
+      return "inputs";
+  }
+  return "arena";
+}
+
+std::string join(const Coords& c) {
+  std::string out;
+  for (const auto& x : c) out += x + ",";
+  return out;
+}
+
+const Tensor& constant_input(const Graph& g, const Node& node, std::size_t i) {
+  if (!node.has_input(i) || !g.is_constant(node.inputs[i])) {
+    unsupported("{}: input {} must be a constant for device code", node.describe(), i);
+  }
+  return *g.tensor(node.inputs[i]).data;
+}
+
+const Tensor* optional_constant(const Graph& g, const Node& node, std::size_t i) {
+  return node.has_input(i) ? &constant_input(g, node, i) : nullptr;
+}
+
+// Shape without its size-1 axes.
+Shape squeezed(const Shape& s) {
+  Shape out;
+  for (auto d : s) {
+    if (d != 1) out.push_back(d);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string literal(double value, DType dtype) {
+  if (dtype == DType::F32 || dtype == DType::F64 || dtype == DType::F16) {
+    if (std::isnan(value)) return "(ORCHID_INF - ORCHID_INF)";
+    if (std::isinf(value)) return value > 0 ? "ORCHID_INF" : "(-ORCHID_INF)";
+    std::string s = fmt::format("{:.9g}", value);
+    if (s.find_first_of(".en") == std::string::npos) s += ".0";
+    return dtype == DType::F64 ? "((double)" + s + ")" : s + "f";
+  }
+  return fmt::format("(({}){})", KernelWriter::c_type(dtype), static_cast<std::int64_t>(value));
+}
+
+KernelWriter::KernelWriter(const WriterEnvironment& env)
+    : env_(env), index_type_(env.wide_index ? "i64" : "i32") {
+  scopes_.emplace_back();
+}
+
+std::string KernelWriter::c_type(DType dtype) {
+  switch (dtype) {
+    case DType::F32:
+      return "float";
+    case DType::F64:
+      return "double";
+    case DType::I64:
+      return "i64";
+    case DType::I32:
+      return "i32";
+    case DType::I8:
+      return "i8";
+    case DType::U8:
+    case DType::Bool:
+      return "u8";
+    case DType::F16:
+      break;
+  }
+  unsupported("device code: float16 tensors are not supported");
+}
+
+void KernelWriter::line(const std::string& text) {
+  body_ << std::string(static_cast<std::size_t>(indent_) * 2, ' ') << text << '\n';
+}
+
+void KernelWriter::open(const std::string& header) {
+  line(header + " {");
+  ++indent_;
+  scopes_.emplace_back();
+}
+
+void KernelWriter::close() {
+  scopes_.pop_back();
+  --indent_;
+  line("}");
+}
+
+std::string KernelWriter::fresh(const std::string& prefix) {
+  return prefix + std::to_string(counter_++);
+}
+
+std::string KernelWriter::temp(DType dtype, const std::string& expr) {
+  const std::string v = fresh("v");
+  line(fmt::format("const {} {} = {};", c_type(dtype), v, expr));
+  return v;
+}
+
+std::string KernelWriter::index_temp(const std::string& expr) {
+  bool plain = !expr.empty();
+  for (char ch : expr) plain = plain && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_');
+  if (plain) return expr;
+  const std::string v = fresh("ix");
+  line(fmt::format("const {} {} = {};", index_type_, v, expr));
+  return v;
+}
+
+std::string KernelWriter::pointer(const std::string& t, bool writable) {
+  const std::string key = t + (writable ? "#w" : "#r");
+  if (auto it = pointers_.find(key); it != pointers_.end()) return it->second;
+  const DeviceTensor loc = env_.locate(t);
+  const std::string p = fresh("p");
+  const std::string type = c_type(loc.dtype);
+  const std::string cv = writable ? "" : "const ";
+  decls_ << fmt::format("  GLOBAL {1}{0}* {2} = (GLOBAL {1}{0}*)({3} + {4});  // {5}\n", type, cv,
+                        p, region_param(loc.region), loc.offset, t);
+  pointers_[key] = p;
+  return p;
+}
+
+std::string KernelWriter::table_pointer(const std::string& key,
+                                        std::shared_ptr<const Tensor> table) {
+  const std::string pkey = "table#" + key;
+  if (auto it = pointers_.find(pkey); it != pointers_.end()) return it->second;
+  const std::int64_t offset = env_.add_table(key, table);
+  const std::string p = fresh("tab");
+  decls_ << fmt::format("  GLOBAL const {0}* {1} = (GLOBAL const {0}*)(weights + {2});\n",
+                        c_type(table->dtype()), p, offset);
+  pointers_[pkey] = p;
+  return p;
+}
+
+Coords KernelWriter::delinearize(const std::string& linear, const Shape& shape) {
+  Coords out(shape.size(), "0");
+  std::int64_t stride = 1;
+  std::vector<std::int64_t> strides(shape.size());
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    strides[d] = stride;
+    stride *= shape[d];
+  }
+  bool first = true;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    std::string e = linear;
+    if (strides[d] != 1) e = fmt::format("({} / {})", e, strides[d]);
+    if (!first) e = fmt::format("({} % {})", e, shape[d]);
+    first = false;
+    out[d] = index_temp(e);
+  }
+  return out;
+}
+
+std::string KernelWriter::linearize(const Shape& shape, const Coords& coords) const {
+  std::string out;
+  std::int64_t stride = 1;
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] != 1 && coords[d] != "0") {
+      const std::string term =
+          stride == 1 ? coords[d] : fmt::format("({}) * {}", coords[d], stride);
+      out = out.empty() ? term : term + " + " + out;
+    }
+    stride *= shape[d];
+  }
+  return out.empty() ? "0" : "(" + out + ")";
+}
+
+Coords KernelWriter::normalized(const std::string& t, const Coords& coords) const {
+  const Shape& shape = env_.graph->tensor(t).shape;
+  if (coords.size() < shape.size()) {
+    throw std::logic_error(fmt::format("device code: '{}' read with {} coordinates, rank {}", t,
+                                       coords.size(), shape.size()));
+  }
+  Coords c(coords.end() - static_cast<std::ptrdiff_t>(shape.size()), coords.end());
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) c[d] = "0";
+  }
+  return c;
+}
+
+void KernelWriter::bind(const std::string& t, const std::string& reg, const Coords& coords) {
+  bindings_[t] = Binding{reg, normalized(t, coords)};
+}
+
+void KernelWriter::unbind(const std::string& t) {
+  bindings_.erase(t);
+}
+
+std::string KernelWriter::value(const std::string& t, const Coords& coords) {
+  const TensorInfo& info = env_.graph->tensor(t);
+  const Coords c = normalized(t, coords);
+  if (auto it = bindings_.find(t); it != bindings_.end()) {
+    if (it->second.coords != c) throw FusionRefused{t};
+    return it->second.reg;
+  }
+  if (info.is_constant() && info.data->numel() == 1) {
+    return literal(info.data->get_as_double(0), info.dtype);
+  }
+  const std::string key = t + "@" + join(c);
+  for (auto s = scopes_.rbegin(); s != scopes_.rend(); ++s) {
+    if (auto it = s->find(key); it != s->end()) return it->second;
+  }
+  std::string v;
+  if (auto it = env_.inline_producers.find(t); it != env_.inline_producers.end()) {
+    v = temp(info.dtype, compute(*it->second, c));
+  } else {
+    v = temp(info.dtype, fmt::format("{}[{}]", pointer(t, false), linearize(info.shape, c)));
+  }
+  scopes_.back()[key] = v;
+  return v;
+}
+
+void KernelWriter::store(const std::string& t, const Coords& coords, const std::string& v) {
+  const TensorInfo& info = env_.graph->tensor(t);
+  line(fmt::format("{}[{}] = {};", pointer(t, true), linearize(info.shape, coords), v));
+}
+
+std::string KernelWriter::compute(const Node& node, const Coords& c) {
+  const Graph& g = *env_.graph;
+  if (has_elementwise_expr(node.op_type) && node.op_type != "Identity") {
+    std::vector<std::string> args;
+    std::vector<DType> types;
+    for (const auto& in : node.inputs) {
+      if (in.empty()) {
+        args.emplace_back();
+        types.push_back(DType::F32);
+        continue;
+      }
+      args.push_back(value(in, c));
+      types.push_back(g.tensor(in).dtype);
+    }
+    return elementwise_expr(node, args, types, g.tensor(node.outputs[0]).dtype);
+  }
+  return layout_value(node, c);
+}
+
+std::string KernelWriter::layout_value(const Node& node, const Coords& c) {
+  const Graph& g = *env_.graph;
+  const std::string& op = node.op_type;
+  const Shape& out = g.tensor(node.outputs[0]).shape;
+  const std::string& x = node.inputs.at(0);
+  const Shape& in = g.tensor(x).shape;
+  if (op == "Transpose") {
+    const auto perm = transpose_perm(node, in.size());
+    Coords ci(in.size(), "0");
+    for (std::size_t d = 0; d < perm.size(); ++d) ci[static_cast<std::size_t>(perm[d])] = c[d];
+    return value(x, ci);
+  }
+  if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" ||
+      op == "Identity") {
+    if (squeezed(in) == squeezed(out)) {  // only size-1 axes come or go
+      Coords nonunit;
+      for (std::size_t d = 0; d < out.size(); ++d) {
+        if (out[d] != 1) nonunit.push_back(c[d]);
+      }
+      Coords ci(in.size(), "0");
+      std::size_t k = 0;
+      for (std::size_t d = 0; d < in.size(); ++d) {
+        if (in[d] != 1) ci[d] = nonunit[k++];
+      }
+      return value(x, ci);
+    }
+    const std::string linear = index_temp(linearize(out, c));
+    return value(x, delinearize(linear, in));
+  }
+  if (op == "Expand") return value(x, c);
+  if (op == "Slice") {
+    const SlicePlan plan =
+        slice_plan(node, in, constant_input(g, node, 1), constant_input(g, node, 2),
+                   optional_constant(g, node, 3), optional_constant(g, node, 4));
+    Coords ci(in.size());
+    for (std::size_t d = 0; d < in.size(); ++d) {
+      std::string e = c[d];
+      if (plan.step[d] != 1) e = fmt::format("({}) * {}", e, plan.step[d]);
+      if (plan.start[d] != 0) e = fmt::format("{} + {}", plan.start[d], e);
+      ci[d] = index_temp(e);
+    }
+    return value(x, ci);
+  }
+  if (op == "Concat") {
+    const auto axis = static_cast<std::size_t>(normalize_axis(
+        node.attr_int("axis", 0), static_cast<std::int64_t>(out.size()), node.describe()));
+    const DType dtype = g.tensor(node.outputs[0]).dtype;
+    const std::string v = fresh("v");
+    line(fmt::format("{} {};", c_type(dtype), v));
+    std::int64_t begin = 0;
+    std::size_t opened = 0;
+    for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+      const std::int64_t size = g.tensor(node.inputs[i]).shape[axis];
+      if (size == 0) continue;
+      const bool last = i + 1 == node.inputs.size();
+      if (!last) {
+        open(fmt::format("if ({} < {})", c[axis], begin + size));
+      } else {
+        open("");
+      }
+      Coords ci = c;
+      ci[axis] = begin == 0 ? c[axis] : index_temp(fmt::format("{} - {}", c[axis], begin));
+      line(fmt::format("{} = {};", v, value(node.inputs[i], ci)));
+      close();
+      if (!last) {
+        open("else");
+        ++opened;
+      }
+      begin += size;
+    }
+    for (std::size_t i = 0; i < opened; ++i) close();
+    return v;
+  }
+  if (op == "Pad") return pad_value(node, c);
+  if (op == "Gather") {
+    const std::int64_t rank = static_cast<std::int64_t>(in.size());
+    const auto axis =
+        static_cast<std::size_t>(normalize_axis(node.attr_int("axis", 0), rank, node.describe()));
+    const Shape& ishape = g.tensor(node.inputs[1]).shape;
+    const Coords ic(c.begin() + static_cast<std::ptrdiff_t>(axis),
+                    c.begin() + static_cast<std::ptrdiff_t>(axis + ishape.size()));
+    const std::string raw = value(node.inputs[1], ic);
+    const std::string idx =
+        index_temp(fmt::format("({0})({1} < 0 ? {1} + {2} : {1})", index_type_, raw, in[axis]));
+    Coords ci;
+    for (std::size_t d = 0; d < axis; ++d) ci.push_back(c[d]);
+    ci.push_back(idx);
+    for (std::size_t d = axis + ishape.size(); d < c.size(); ++d) ci.push_back(c[d]);
+    return value(x, ci);
+  }
+  if (op == "GatherElements") {
+    const auto axis = static_cast<std::size_t>(normalize_axis(
+        node.attr_int("axis", 0), static_cast<std::int64_t>(in.size()), node.describe()));
+    const std::string raw = value(node.inputs[1], c);
+    Coords ci = c;
+    ci[axis] =
+        index_temp(fmt::format("({0})({1} < 0 ? {1} + {2} : {1})", index_type_, raw, in[axis]));
+    return value(x, ci);
+  }
+  if (op == "Resize") return resize_value(node, c);
+  unsupported("{}: no device code for op type '{}'", node.describe(), op);
+}
+
+std::string KernelWriter::pad_value(const Node& node, const Coords& c) {
+  const Graph& g = *env_.graph;
+  const std::string& x = node.inputs[0];
+  const Shape& in = g.tensor(x).shape;
+  const DType dtype = g.tensor(node.outputs[0]).dtype;
+  const PadPlan plan =
+      pad_plan(node, in, constant_input(g, node, 1), optional_constant(g, node, 3));
+  const std::string mode = node.attr_string("mode", "constant");
+  double fill = 0;
+  if (node.has_input(2)) {
+    const Tensor& v = constant_input(g, node, 2);
+    if (v.numel() > 0) fill = v.get_as_double(0);
+  }
+  Coords ci(in.size());
+  std::vector<std::string> checks;
+  for (std::size_t d = 0; d < in.size(); ++d) {
+    const std::int64_t n = in[d];
+    std::string i = plan.before[d] == 0 ? c[d] : fmt::format("{} - {}", c[d], plan.before[d]);
+    if (plan.before[d] == 0 && plan.after[d] <= 0) {
+      ci[d] = index_temp(i);
+      continue;
+    }
+    i = index_temp(i);
+    if (mode == "constant") {
+      checks.push_back(fmt::format("{0} >= 0 && {0} < {1}", i, n));
+      ci[d] = i;
+    } else if (mode == "edge") {
+      ci[d] = index_temp(fmt::format("({0} < 0 ? 0 : ({0} >= {1} ? {1} - 1 : {0}))", i, n));
+    } else if (mode == "reflect") {
+      // One reflection each side (pads are smaller than the axis, as ONNX requires).
+      const std::string r = index_temp(fmt::format("({0} < 0 ? -{0} : {0})", i));
+      ci[d] = index_temp(fmt::format("({0} >= {1} ? 2 * ({1} - 1) - {0} : {0})", r, n));
+    } else if (mode == "wrap") {
+      ci[d] = index_temp(fmt::format("((({0}) % {1} + {1}) % {1})", i, n));
+    } else {
+      unsupported("{}: pad mode '{}' has no device code", node.describe(), mode);
+    }
+  }
+  if (checks.empty()) return value(x, ci);
+  const std::string v = fresh("v");
+  line(fmt::format("{} {} = {};", c_type(dtype), v, literal(fill, dtype)));
+  std::string cond;
+  for (const auto& k : checks) cond += (cond.empty() ? "" : " && ") + k;
+  open(fmt::format("if ({})", cond));
+  line(fmt::format("{} = {};", v, value(x, ci)));
+  close();
+  return v;
+}
+
+std::string KernelWriter::resize_value(const Node& node, const Coords& c) {
+  const Graph& g = *env_.graph;
+  const std::string& x = node.inputs[0];
+  const Shape& in = g.tensor(x).shape;
+  const Shape& out = g.tensor(node.outputs[0]).shape;
+  const ResizePlan plan =
+      resize_plan(node, in, optional_constant(g, node, 2), optional_constant(g, node, 3));
+  const std::string ctm = node.attr_string("coordinate_transformation_mode", "half_pixel");
+  const std::string mode = node.attr_string("mode", "nearest");
+  if (node.attr_int("antialias", 0) != 0) {
+    unsupported("{}: antialiased Resize has no device code", node.describe());
+  }
+  // Per resized axis, the taps of every output position as two tables (source index,
+  // weight), computed here with the reference kernel's own sampling functions.
+  struct AxisTaps {
+    std::size_t axis;
+    std::int64_t taps;
+    std::string index_table, weight_table;
+  };
+  std::vector<AxisTaps> axes;
+  Coords ci = c;
+  for (std::size_t d = 0; d < in.size(); ++d) {
+    if (in[d] == out[d] && plan.scales[d] == 1.0) continue;
+    std::vector<std::pair<std::int64_t, double>> all;
+    std::int64_t taps = 1;
+    for (std::int64_t o = 0; o < out[d]; ++o) {
+      const double src = resize_source(ctm, o, plan.scales[d], in[d], out[d]);
+      if (mode == "nearest") {
+        all.emplace_back(resize_nearest_index(
+                             src, node.attr_string("nearest_mode", "round_prefer_floor"), in[d]),
+                         1.0);
+      } else if (mode == "linear") {
+        taps = 2;
+        const double fl = std::floor(src);
+        const double r = src - fl;
+        const auto base = static_cast<std::int64_t>(fl);
+        all.emplace_back(std::clamp<std::int64_t>(base, 0, in[d] - 1), 1.0 - r);
+        all.emplace_back(std::clamp<std::int64_t>(base + 1, 0, in[d] - 1), r);
+      } else if (mode == "cubic") {
+        taps = 4;
+        for (const auto& t : resize_cubic_taps(src, in[d], node.attr_float("cubic_coeff_a", -0.75f),
+                                               node.attr_int("exclude_outside", 0) != 0)) {
+          all.push_back(t);
+        }
+      } else {
+        unsupported("{}: Resize mode '{}' has no device code", node.describe(), mode);
+      }
+    }
+    std::vector<std::int32_t> index;
+    std::vector<float> weight;
+    for (const auto& [i, w] : all) {
+      index.push_back(static_cast<std::int32_t>(i));
+      weight.push_back(static_cast<float>(w));
+    }
+    const auto n = static_cast<std::int64_t>(all.size());
+    const std::string key = fmt::format("{}#axis{}", node.outputs[0], d);
+    AxisTaps a{d, taps,
+               table_pointer(key + "#index", std::make_shared<Tensor>(
+                                                 Tensor::from_vector<std::int32_t>({n}, index))),
+               ""};
+    if (taps > 1) {
+      a.weight_table = table_pointer(
+          key + "#weight", std::make_shared<Tensor>(Tensor::from_vector<float>({n}, weight)));
+    }
+    axes.push_back(a);
+  }
+  if (axes.empty()) return value(x, c);
+  // Every combination of the axes' taps.
+  const DType dtype = g.tensor(node.outputs[0]).dtype;
+  std::int64_t combos = 1;
+  for (const auto& a : axes) combos *= a.taps;
+  std::string sum;
+  for (std::int64_t k = 0; k < combos; ++k) {
+    std::int64_t rest = k;
+    std::string w;
+    for (const auto& a : axes) {
+      const std::int64_t t = rest % a.taps;
+      rest /= a.taps;
+      const std::string at =
+          a.taps == 1 ? c[a.axis] : fmt::format("({}) * {} + {}", c[a.axis], a.taps, t);
+      ci[a.axis] = index_temp(fmt::format("{}[{}]", a.index_table, at));
+      if (a.taps > 1) w += (w.empty() ? "" : " * ") + fmt::format("{}[{}]", a.weight_table, at);
+    }
+    const std::string v = value(x, ci);
+    sum += (sum.empty() ? "" : " + ") + (w.empty() ? v : fmt::format("{} * {}", w, v));
+  }
+  if (dtype != DType::F32) return sum;  // nearest on integers: one tap
+  return sum;
+}
+
+std::string KernelWriter::finish(const std::string& name, const std::string& shared_decls) const {
+  std::string out = fmt::format(
+      "\nKERNEL void {}(GLOBAL uchar* arena, GLOBAL const uchar* weights, GLOBAL uchar* scratch, "
+      "GLOBAL const uchar* inputs) {{\n",
+      name);
+  out += shared_decls;
+  out += decls_.str();
+  out += body_.str();
+  out += "}\n";
+  return out;
+}
+
+}  // namespace orchid::codegen

@@ -1,0 +1,281 @@
+// Each generated kernel family on edge shapes, through OpenCL on the first OpenCL
+// device (PoCL here): sizes not divisible by the block or the GEMM tiles, size-1 axes,
+// broadcasting, a tensor larger than one launch covers (grid-stride loops), reductions
+// over non-trailing and non-contiguous axes, every pad mode and resize mode, gathers
+// with negative indices, batched / broadcast / vector MatMul, grouped, depthwise,
+// dilated and 1-D convolutions, ConvTranspose. Each graph runs as one fused plan kernel
+// and as one plan kernel per node, and must match the reference interpreter within
+// 1e-4 + 1e-3 |ref|.
+#include <gtest/gtest.h>
+
+#include "codegen/opencl_executor.hpp"
+#include "codegen/plan_codegen.hpp"
+#include "codegen_test_util.hpp"
+#include "eval/random_inputs.hpp"
+#include "fission/kernel_view.hpp"
+#include "ir/op_registry.hpp"
+
+namespace orchid::codegen {
+namespace {
+
+// Builds a primitive graph node by node; shapes are inferred.
+class GraphBuilder {
+ public:
+  std::string input(const std::string& name, Shape shape, DType dtype = DType::F32) {
+    g_.set_type(name, dtype, std::move(shape));
+    g_.inputs.push_back(name);
+    return name;
+  }
+  std::string constant(const std::string& name, Tensor value) {
+    g_.set_constant(name, std::move(value));
+    return name;
+  }
+  std::string random_constant(const std::string& name, Shape shape) {
+    Tensor t(DType::F32, shape);
+    float* p = t.data<float>();
+    for (std::int64_t i = 0; i < t.numel(); ++i)
+      p[i] = static_cast<float>((i * 37 % 101) - 50) / 60.0f;
+    return constant(name, std::move(t));
+  }
+  std::string node(const std::string& op, std::vector<std::string> inputs,
+                   std::map<std::string, Attribute> attributes = {}) {
+    Node n;
+    n.name = "n" + std::to_string(g_.nodes.size());
+    n.op_type = op;
+    n.inputs = std::move(inputs);
+    n.attributes = std::move(attributes);
+    n.outputs.push_back(n.name + "_out");
+    g_.nodes.push_back(n);
+    infer_node_types(g_, g_.nodes.back());
+    return n.outputs[0];
+  }
+  Graph finish(std::vector<std::string> outputs) {
+    g_.outputs = std::move(outputs);
+    g_.validate();
+    return g_;
+  }
+
+ private:
+  Graph g_;
+};
+
+// One plan kernel per group of nodes, arena slots laid out one after another.
+Plan plan_of(const Graph& g, const std::vector<std::vector<std::size_t>>& groups) {
+  Plan plan;
+  plan.kind = "test";
+  for (const auto& nodes : groups) {
+    const KernelView v = make_kernel_view(g, nodes);
+    PlannedKernel pk;
+    pk.nodes = v.nodes;
+    pk.inputs = v.inputs;
+    pk.sources = v.inputs;
+    pk.outputs = v.outputs;
+    for (const auto& t : v.outputs) {
+      ArenaSlot s;
+      s.tensor = t;
+      s.offset = plan.arena_bytes;
+      s.bytes = tensor_bytes(g, t);
+      plan.arena_bytes += (s.bytes + 63) / 64 * 64;
+      plan.arena.push_back(s);
+    }
+    plan.kernels.push_back(std::move(pk));
+  }
+  return plan;
+}
+
+// `fused_launches`: how many device kernels the one-kernel plan must take (-1: any).
+void check(const Graph& g, int fused_launches = -1) {
+  std::string why;
+  if (!OpenCLExecutor::available(&why)) GTEST_SKIP() << why;
+  const TensorMap feed = make_random_inputs(g, 1);
+  const TensorMap expected = ReferenceInterpreter(g).run(feed);
+  std::vector<std::size_t> all;
+  std::vector<std::vector<std::size_t>> each;
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    all.push_back(i);
+    each.push_back({i});
+  }
+  for (const auto& [name, groups] :
+       {std::make_pair(std::string("fused"), std::vector<std::vector<std::size_t>>{all}),
+        std::make_pair(std::string("per-node"), each)}) {
+    const DeviceProgram program =
+        generate_device_program(g, plan_of(g, groups), {}, Target::OpenCL);
+    if (name == "fused" && fused_launches >= 0) {
+      EXPECT_EQ(program.launches.size(), static_cast<std::size_t>(fused_launches))
+          << program.source;
+    }
+    OpenCLExecutor executor(program);
+    test::expect_close(executor.run(feed), expected, name);
+  }
+}
+
+std::map<std::string, Attribute> axes(std::vector<std::int64_t> a, std::int64_t keepdims = 1) {
+  return {{"axes", std::move(a)}, {"keepdims", keepdims}};
+}
+
+TEST(CodegenElementwise, BroadcastChainOddSizes) {
+  GraphBuilder b;
+  const auto x = b.input("x", {3, 1, 5});
+  const auto y = b.input("y", {1, 7, 5});
+  const auto s = b.node("Add", {x, y});
+  const auto m = b.node("Mul", {s, b.constant("k", Tensor::scalar_f32(0.7f))});
+  const auto z = b.node("Sigmoid", {m});
+  const auto w =
+      b.node("Where", {b.node("Greater", {z, b.constant("h", Tensor::scalar_f32(0.5f))}), z, m});
+  check(b.finish({w, s}), 1);
+}
+
+TEST(CodegenElementwise, LargerThanOneLaunch) {
+  GraphBuilder b;  // 18.1M elements: more than 65536 blocks x 256 threads
+  const auto x = b.input("x", {17, 1031, 1033});
+  check(b.finish({b.node("Relu", {b.node("Neg", {x})})}));
+}
+
+TEST(CodegenReduction, SoftmaxLongRowAndSizeOneAxis) {
+  GraphBuilder b;
+  const auto x = b.input("x", {5, 1, 300});
+  const auto mx = b.node("ReduceMax", {x}, axes({-1}));
+  const auto e = b.node("Exp", {b.node("Sub", {x, mx})});
+  const auto s = b.node("ReduceSum", {e, b.constant("ax", Tensor::from_int64s({2}))},
+                        {{"keepdims", std::int64_t{1}}});
+  check(b.finish({b.node("Div", {e, s})}), 1);  // max, sum and division in one block per row
+}
+
+TEST(CodegenReduction, LayerNormAndNonTrailingAxes) {
+  GraphBuilder b;
+  const auto x = b.input("x", {6, 513});
+  const auto mean = b.node("ReduceMean", {x}, axes({1}));
+  const auto d = b.node("Sub", {x, mean});
+  const auto var = b.node("ReduceMean", {b.node("Mul", {d, d})}, axes({1}));
+  const auto den =
+      b.node("Sqrt", {b.node("Add", {var, b.constant("eps", Tensor::scalar_f32(1e-5f))})});
+  const auto y =
+      b.node("Add", {b.node("Mul", {b.node("Div", {d, den}), b.random_constant("gamma", {513})}),
+                     b.random_constant("beta", {513})});
+  const auto z = b.input("z", {4, 3, 7, 2});
+  const auto over1 = b.node("ReduceMax", {z}, axes({1}));          // non-trailing axis
+  const auto over02 = b.node("ReduceMean", {z}, axes({0, 2}, 0));  // non-contiguous, keepdims 0
+  const auto prod = b.node("ReduceProd", {z}, axes({3}));
+  check(b.finish({y, mean, over1, over02, prod}));
+}
+
+TEST(CodegenWindow, PoolingPadsAndCeil) {
+  GraphBuilder b;
+  const auto x = b.input("x", {2, 3, 13, 11});
+  const auto mp = b.node("MaxPool", {x},
+                         {{"kernel_shape", std::vector<std::int64_t>{3, 3}},
+                          {"strides", std::vector<std::int64_t>{2, 2}},
+                          {"pads", std::vector<std::int64_t>{1, 1, 1, 1}},
+                          {"ceil_mode", std::int64_t{1}}});
+  const auto ap = b.node("AveragePool", {x},
+                         {{"kernel_shape", std::vector<std::int64_t>{2, 3}},
+                          {"pads", std::vector<std::int64_t>{1, 0, 0, 2}},
+                          {"count_include_pad", std::int64_t{1}}});
+  const auto ap2 = b.node("AveragePool", {b.node("Relu", {x})},
+                          {{"kernel_shape", std::vector<std::int64_t>{3, 2}},
+                           {"strides", std::vector<std::int64_t>{2, 1}},
+                           {"pads", std::vector<std::int64_t>{1, 1, 1, 0}}});
+  check(b.finish({mp, ap, b.node("Relu", {ap2})}));
+}
+
+TEST(CodegenLayout, TransposeSliceConcatPadGather) {
+  GraphBuilder b;
+  const auto x = b.input("x", {2, 3, 5, 7});
+  const auto t = b.node("Transpose", {x}, {{"perm", std::vector<std::int64_t>{0, 2, 3, 1}}});
+  const auto s = b.node("Slice", {t, b.constant("st", Tensor::from_int64s({4, 0})),
+                                  b.constant("en", Tensor::from_int64s({-100, 7})),
+                                  b.constant("ax", Tensor::from_int64s({1, 2})),
+                                  b.constant("sp", Tensor::from_int64s({-2, 3}))});
+  const auto r = b.node("Reshape", {x, b.constant("shape", Tensor::from_int64s({6, 35}))});
+  const auto c =
+      b.node("Concat", {r, b.node("Exp", {r}), b.node("Neg", {r})}, {{"axis", std::int64_t{0}}});
+  const auto pc =
+      b.node("Pad", {x, b.constant("pads", Tensor::from_int64s({0, 0, 2, 1, 0, 1, 1, 3})),
+                     b.constant("pv", Tensor::scalar_f32(-1.5f))});
+  const auto pr =
+      b.node("Pad", {x, b.constant("pads2", Tensor::from_int64s({0, 0, 2, 3, 0, 0, 4, 1}))},
+             {{"mode", std::string("reflect")}});
+  const auto pe =
+      b.node("Pad", {x, b.constant("pads3", Tensor::from_int64s({0, 1, 2, 3, 0, 0, 4, 1}))},
+             {{"mode", std::string("edge")}});
+  const auto g1 = b.node(
+      "Gather", {x, b.constant("idx", Tensor::from_vector<std::int64_t>({2, 2}, {-1, 0, 3, -4}))},
+      {{"axis", std::int64_t{2}}});
+  const auto ids = b.input("ids", {4}, DType::I64);  // random ints in range (random_inputs)
+  const auto g2 = b.node("Gather", {b.random_constant("table", {64, 9}), ids});
+  check(b.finish({s, c, pc, pr, pe, g1, g2}));
+}
+
+TEST(CodegenLayout, ResizeModes) {
+  GraphBuilder b;
+  const auto x = b.input("x", {1, 2, 5, 7});
+  auto resize = [&](const std::string& key, std::vector<float> scales,
+                    std::map<std::string, Attribute> attrs) {
+    return b.node("Resize", {x, "", b.constant(key, Tensor::from_vector<float>({4}, scales))},
+                  std::move(attrs));
+  };
+  const auto nn = resize("s1", {1, 1, 2, 1.5f}, {{"mode", std::string("nearest")}});
+  const auto lin = resize("s2", {1, 1, 2.5f, 0.5f},
+                          {{"mode", std::string("linear")},
+                           {"coordinate_transformation_mode", std::string("half_pixel")}});
+  const auto ac = resize("s3", {1, 1, 3, 2},
+                         {{"mode", std::string("linear")},
+                          {"coordinate_transformation_mode", std::string("align_corners")}});
+  const auto cu = resize("s4", {1, 1, 2, 2}, {{"mode", std::string("cubic")}});
+  check(b.finish({nn, b.node("Relu", {lin}), ac, cu}));
+}
+
+TEST(CodegenLinear, MatMulShapes) {
+  GraphBuilder b;
+  const auto a = b.input("a", {2, 1, 67, 33});
+  const auto w = b.input("w", {3, 33, 70});
+  const auto mm = b.node("MatMul", {a, w});  // [2, 3, 67, 70]: batch broadcast, odd tiles
+  const auto y = b.node("Relu", {b.node("Add", {mm, b.random_constant("bias", {70})})});
+  const auto v = b.input("v", {33});
+  const auto vm = b.node("MatMul", {v, b.random_constant("m", {33, 5})});     // vector x matrix
+  const auto mv = b.node("MatMul", {b.random_constant("m2", {129, 33}), v});  // matrix x vector
+  const auto pre =
+      b.node("MatMul", {b.node("Exp", {b.node("Neg", {a})}), b.random_constant("w2", {33, 1})});
+  check(b.finish({y, vm, mv, pre}), 4);  // bias + ReLU epilogue and Exp prologue fused
+}
+
+TEST(CodegenLinear, ConvolutionShapes) {
+  GraphBuilder b;
+  const auto x = b.input("x", {1, 4, 15, 13});
+  const auto grouped = b.node("Conv", {x, b.random_constant("wg", {32, 2, 3, 3})},
+                              {{"group", std::int64_t{2}},
+                               {"strides", std::vector<std::int64_t>{2, 2}},
+                               {"pads", std::vector<std::int64_t>{1, 1, 1, 1}}});
+  const auto biased = b.node("Add", {grouped, b.random_constant("bias", {32, 1, 1})});
+  const auto depthwise = b.node("Conv", {x, b.random_constant("wd", {4, 1, 3, 3})},
+                                {{"group", std::int64_t{4}},
+                                 {"dilations", std::vector<std::int64_t>{2, 2}},
+                                 {"pads", std::vector<std::int64_t>{2, 2, 2, 2}}});
+  const auto x1 = b.input("x1", {2, 20, 37});
+  const auto conv1d = b.node("Conv", {x1, b.random_constant("w1", {17, 20, 5})},
+                             {{"strides", std::vector<std::int64_t>{3}}});
+  const auto up = b.node("ConvTranspose", {x, b.random_constant("wt", {4, 3, 3, 3})},
+                         {{"strides", std::vector<std::int64_t>{2, 2}},
+                          {"pads", std::vector<std::int64_t>{1, 1, 1, 1}},
+                          {"output_padding", std::vector<std::int64_t>{1, 0}}});
+  check(b.finish({b.node("Relu", {biased}), depthwise, conv1d, up}));
+}
+
+TEST(CodegenIndexing, WideIndicesForHugeTensors) {
+  // Code generation only: a tensor past 2^31 elements switches the kernel to 64-bit
+  // index arithmetic (no device here holds 8 GiB for it).
+  GraphBuilder b;
+  const auto x = b.input("x", {3, 1024, 1024, 1024});
+  const Graph g = b.finish({b.node("Relu", {x})});
+  const DeviceProgram p = generate_device_program(g, plan_of(g, {{0}}), {}, Target::OpenCL);
+  EXPECT_NE(p.source.find("for (i64 i = "), std::string::npos) << p.source;
+  const Graph small = [] {
+    GraphBuilder s;
+    return s.finish({s.node("Relu", {s.input("x", {7})})});
+  }();
+  const DeviceProgram q = generate_device_program(small, plan_of(small, {{0}}), {}, Target::OpenCL);
+  EXPECT_NE(q.source.find("for (i32 i = "), std::string::npos) << q.source;
+}
+
+}  // namespace
+}  // namespace orchid::codegen

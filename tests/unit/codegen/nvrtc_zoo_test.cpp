@@ -1,0 +1,87 @@
+// The CUDA target without a GPU: every zoo model's kernels (optimal plan, orchestrated
+// for the a100 model) are generated for CUDA and compiled by NVRTC for sm_80 and sm_90;
+// the build log must be free of errors. And, where nvcc is installed, the
+// `orchid codegen --target cuda` output of one CNN and one transformer compiles with
+// nvcc through its generated Makefile. Skipped when orchid is built without CUDA.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "codegen/cuda_backend.hpp"
+#include "codegen/plan_codegen.hpp"
+#include "cost/cost_model.hpp"
+#include "orchestrate/orchestrator.hpp"
+#include "passes/load_model.hpp"
+#include "test_config_roots.hpp"
+
+namespace fs = std::filesystem;
+
+namespace orchid::codegen {
+namespace {
+
+DeviceProgram cuda_program(const std::string& name, const std::string& kind) {
+  const std::string path = (fs::path(ORCHID_MODELS_DIR) / (name + ".onnx")).string();
+  LoadedModel model = load_model(path);
+  const auto cost_model =
+      make_analytic_cost_model(load_device_spec("a100", orchid::test::source_configs()));
+  OrchestrateOptions options;
+  options.time_limit_s = 20;
+  const Orchestration o = orchestrate(model.graph, *cost_model, options);
+  const Plan* plan = kind == "optimal" ? &o.optimal : &o.greedy;
+  return generate_device_program(o.fission.graph, *plan, o.fission.alternatives, Target::Cuda);
+}
+
+class NvrtcZoo : public ::testing::TestWithParam<std::string> {};
+TEST_P(NvrtcZoo, CompilesForSm80AndSm90) {
+  if (!cuda_built()) GTEST_SKIP() << "built without the CUDA toolkit";
+  const DeviceProgram program = cuda_program(GetParam(), "optimal");
+  for (int arch : {80, 90}) {
+    const NvrtcResult r = nvrtc_compile(program.source, arch);
+    EXPECT_TRUE(r.ok) << GetParam() << " sm_" << arch << ":\n" << r.log.substr(0, 4000);
+    EXPECT_GT(r.cubin.size(), 0u);
+  }
+}
+INSTANTIATE_TEST_SUITE_P(Zoo, NvrtcZoo,
+                         ::testing::Values("tiny_mlp", "tiny_conv", "tiny_attention",
+                                           "tiny_resize_pad", "tiny_shape_plumbing"));
+
+class NvrtcZooLong : public ::testing::TestWithParam<std::string> {};
+TEST_P(NvrtcZooLong, CompilesForSm80AndSm90) {
+  if (!cuda_built()) GTEST_SKIP() << "built without the CUDA toolkit";
+  for (const char* kind : {"optimal", "greedy-fusion"}) {
+    const DeviceProgram program = cuda_program(GetParam(), kind);
+    for (int arch : {80, 90}) {
+      const NvrtcResult r = nvrtc_compile(program.source, arch);
+      EXPECT_TRUE(r.ok) << GetParam() << " " << kind << " sm_" << arch << ":\n"
+                        << r.log.substr(0, 4000);
+    }
+  }
+}
+INSTANTIATE_TEST_SUITE_P(Zoo, NvrtcZooLong,
+                         ::testing::Values("mobilenet_v2", "mobilenet_v2_opset11", "resnet50",
+                                           "candy", "yolox_nano", "segformer_b0", "bert_base",
+                                           "vit_b_16"));
+
+// `orchid codegen --target cuda` then `make` with nvcc: one CNN, one transformer.
+TEST(NvccCodegen, CnnAndTransformerCompileWithNvcc) {
+  const std::string nvcc = ORCHID_NVCC;
+  if (nvcc.empty() || !fs::exists(nvcc)) GTEST_SKIP() << "nvcc is not installed";
+  if (std::system("make --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "make is missing";
+  const fs::path work = fs::temp_directory_path() / "orchid_nvcc_codegen_test";
+  for (const char* model : {"tiny_conv", "tiny_attention"}) {
+    const fs::path out = work / model;
+    fs::remove_all(out);
+    const std::string gen = std::string(ORCHID_BINARY) + " codegen " + ORCHID_MODELS_DIR + "/" +
+                            model + ".onnx --target cuda --out " + out.string() + " > /dev/null";
+    ASSERT_EQ(std::system(gen.c_str()), 0) << gen;
+    const std::string build = "make -s -C " + out.string() + " NVCC=" + nvcc + " > " +
+                              (out / "build.log").string() + " 2>&1";
+    EXPECT_EQ(std::system(build.c_str()), 0) << model << ": see " << (out / "build.log");
+    EXPECT_TRUE(fs::exists(out / "plan_sm80.cubin")) << model;
+    EXPECT_TRUE(fs::exists(out / "plan_sm90.cubin")) << model;
+  }
+}
+
+}  // namespace
+}  // namespace orchid::codegen

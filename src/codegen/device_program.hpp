@@ -19,6 +19,20 @@
 namespace orchid::codegen {
 
 enum class Region { Arena, Scratch, Weights, Inputs };
+// The region's name in generated kernels' parameters and in launches.json.
+inline const char* region_name(Region r) {
+  switch (r) {
+    case Region::Arena:
+      return "arena";
+    case Region::Scratch:
+      return "scratch";
+    case Region::Weights:
+      return "weights";
+    case Region::Inputs:
+      return "inputs";
+  }
+  return "?";
+}
 
 // One device kernel launch: `groups` blocks (work-groups) of ORCHID_BLOCK threads.
 struct Launch {

@@ -14,20 +14,6 @@ namespace orchid::codegen {
 
 namespace {
 
-const char* region_param(Region r) {
-  switch (r) {
-    case Region::Arena:
-      return "arena";
-    case Region::Scratch:
-      return "scratch";
-    case Region::Weights:
-      return "weights";
-    case Region::Inputs:
-      return "inputs";
-  }
-  return "arena";
-}
-
 std::string join(const Coords& c) {
   std::string out;
   for (const auto& x : c) out += x + ",";
@@ -136,7 +122,7 @@ std::string KernelWriter::pointer(const std::string& t, bool writable) {
   const std::string type = c_type(loc.dtype);
   const std::string cv = writable ? "" : "const ";
   decls_ << fmt::format("  GLOBAL {1}{0}* {2} = (GLOBAL {1}{0}*)({3} + {4});  // {5}\n", type, cv,
-                        p, region_param(loc.region), loc.offset, t);
+                        p, region_name(loc.region), loc.offset, t);
   pointers_[key] = p;
   return p;
 }

@@ -13,20 +13,6 @@ namespace orchid::codegen {
 
 namespace {
 
-const char* region_name(Region r) {
-  switch (r) {
-    case Region::Arena:
-      return "arena";
-    case Region::Scratch:
-      return "scratch";
-    case Region::Weights:
-      return "weights";
-    case Region::Inputs:
-      return "inputs";
-  }
-  return "?";
-}
-
 nlohmann::json tensor_json(const DeviceTensor& t) {
   return {{"name", t.name},
           {"region", region_name(t.region)},

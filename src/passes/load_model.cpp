@@ -9,6 +9,7 @@ LoadedModel load_model(const std::string& path, const ImportOptions& options) {
   model.graph = read_onnx(path, options);
   try {
     model.stats = make_static(model.graph);
+    model.affine = fold_affine_into_linear(model.graph);
   } catch (const UnsupportedError& e) {
     throw UnsupportedError(fmt::format("{}: {}", path, e.what()));
   } catch (const Error& e) {

@@ -7,21 +7,27 @@
 namespace orchid {
 
 bool keep_channels_last(std::span<const LayoutUse> uses) {
-  bool written = false, read = false;
+  bool written = false, read = false, by_convolution = false;
   for (LayoutUse u : uses) {
     switch (u) {
       case LayoutUse::Plain:
         return false;
       case LayoutUse::ChannelsLastWrite:
-        written = true;
+        written = by_convolution = true;
         break;
       case LayoutUse::ChannelsLastSource:
       case LayoutUse::ChannelsLastOperand:
+        read = by_convolution = true;
+        break;
+      case LayoutUse::LoopWrite:
+        written = true;
+        break;
+      case LayoutUse::LoopRead:
         read = true;
         break;
     }
   }
-  return written && read;
+  return written && read && by_convolution;
 }
 
 std::set<std::string> LayoutUses::channels_last() const {

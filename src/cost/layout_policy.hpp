@@ -4,8 +4,10 @@
 // plain (NCHW) costs a reorder on each side of such a convolution. A tensor stays
 // channels-last when a convolution that runs channels-last writes it, some use reads it
 // channels-last (another such convolution as its source, or as a full-size post-op
-// operand: a residual), and nothing needs it plain (a fused loop, a reference kernel,
-// another linear op, a graph output).
+// operand: a residual), and nothing needs it plain (a reference kernel, pooling, another
+// linear op, a graph output). Fused loops read and write any layout in place: a tensor
+// they write and such a convolution reads, or such a convolution writes and they read,
+// stays in the convolution's layout too.
 //
 // Everyone who needs the answer asks keep_channels_last() through LayoutUses: the plan
 // executor with the uses of its compiled stages, and channels_last_boundaries() with the
@@ -29,9 +31,12 @@ enum class LayoutUse {
   ChannelsLastSource,   // read as the source of a convolution run channels-last
   ChannelsLastOperand,  // a full-size binary post-op operand of such a convolution
   Plain,                // needed plain: anything else, a graph output, weights
+  LoopWrite,            // written by a fused loop (in whatever layout is chosen)
+  LoopRead,             // read by a fused loop (in whatever layout is chosen)
 };
 
-// Written channels-last, read channels-last at least once, never needed plain.
+// Written (by such a convolution or a fused loop), read (by such a convolution or a
+// fused loop), used by at least one such convolution, and never needed plain.
 bool keep_channels_last(std::span<const LayoutUse> uses);
 
 // The uses of many tensors, then the decision for each.

@@ -3,6 +3,8 @@
 #include <map>
 
 #include "cost/layout_policy.hpp"
+#include "runtime/onednn_memory.hpp"
+#include "util/error.hpp"
 #include "util/overloaded.hpp"
 
 namespace orchid {
@@ -38,11 +40,30 @@ void add_linear_uses(LinearStage& l, const Graph& graph, const dnnl::engine& eng
   }
 }
 
+// Pooling and resampling run in the layout the convolutions prefer for their source and
+// result when both can be stored so (they count as such a convolution's uses).
+void add_unary_uses(const UnaryDnnlStage& u, const Graph& graph, const dnnl::engine& engine,
+                    LayoutUses& uses, WantedLayouts& wanted) {
+  const std::string& x = u.read_names[0];
+  const auto src =
+      activation_preferred_layout(engine, to_dims(graph.tensor(u.node->inputs[0]).shape));
+  const auto dst = activation_preferred_layout(engine, to_dims(graph.tensor(u.write_name).shape));
+  for (std::size_t i = 1; i < u.read_names.size(); ++i) uses.add(u.read_names[i], LayoutUse::Plain);
+  if (!src || !dst) {
+    uses.add(x, LayoutUse::Plain);
+    uses.add(u.write_name, LayoutUse::Plain);
+    return;
+  }
+  uses.add(x, LayoutUse::ChannelsLastSource);
+  uses.add(u.write_name, LayoutUse::ChannelsLastWrite);
+  wanted[x].push_back(*src);
+  wanted[u.write_name].push_back(*dst);
+}
+
 }  // namespace
 
-std::set<std::string> choose_channels_last(std::vector<std::vector<Stage>>& kernels,
-                                           const Graph& graph, const dnnl::engine& engine,
-                                           const GraphBoundaryLayouts& boundary) {
+KeptLayouts choose_channels_last(std::vector<std::vector<Stage>>& kernels, const Graph& graph,
+                                 const dnnl::engine& engine, const GraphBoundaryLayouts& boundary) {
   LayoutUses uses;
   for (const auto& t : boundary.plain) uses.add(t, LayoutUse::Plain);
   for (const auto& t : boundary.written_nhwc) uses.add(t, LayoutUse::ChannelsLastWrite);
@@ -55,9 +76,15 @@ std::set<std::string> choose_channels_last(std::vector<std::vector<Stage>>& kern
     for (Stage& st : stages) {
       std::visit(Overloaded{
                      [&](LinearStage& l) { add_linear_uses(l, graph, engine, uses, wanted); },
-                     [&](LoopStage& l) { plain_reads(l.read_names); },
-                     [&](UnaryDnnlStage& u) { plain_reads(u.read_names); },
-                     [&](ReferenceStage& r) { plain_reads(r.read_names); },
+                     [&](LoopStage& l) {
+                       for (const auto& t : l.read_names) uses.add(t, LayoutUse::LoopRead);
+                       for (const auto& t : l.loop->writes()) uses.add(t, LayoutUse::LoopWrite);
+                     },
+                     [&](UnaryDnnlStage& u) { add_unary_uses(u, graph, engine, uses, wanted); },
+                     [&](ReferenceStage& r) {
+                       plain_reads(r.read_names);
+                       plain_reads(r.node->outputs);
+                     },
                  },
                  st);
     }
@@ -67,13 +94,17 @@ std::set<std::string> choose_channels_last(std::vector<std::vector<Stage>>& kern
       if (l != layouts.front()) uses.add(tensor, LayoutUse::Plain);  // they disagree
     }
   }
-  return uses.channels_last();
+  KeptLayouts kept;
+  for (const auto& t : uses.channels_last()) {
+    // A boundary tensor only fused loops touch has no convolution to say which layout.
+    if (auto it = wanted.find(t); it != wanted.end()) kept.emplace(t, it->second.front());
+  }
+  return kept;
 }
 
 void build_linear_ops(std::vector<std::vector<Stage>>& kernels, const Graph& graph,
-                      const dnnl::engine& engine, dnnl::stream& stream,
-                      const std::set<std::string>& kept, MemoryPlan& memory,
-                      PlanExecutorStats& stats) {
+                      const dnnl::engine& engine, dnnl::stream& stream, const KeptLayouts& kept,
+                      MemoryPlan& memory, PlanExecutorStats& stats) {
   for (auto& stages : kernels) {
     for (Stage& st : stages) {
       auto* l = std::get_if<LinearStage>(&st);
@@ -103,6 +134,74 @@ void build_linear_ops(std::vector<std::vector<Stage>>& kernels, const Graph& gra
         ++stats.blocked_convolutions;
       }
       stats.nhwc_handoffs += layout.src_stored_preferred;
+    }
+  }
+}
+
+void relayout_unary_ops(std::vector<std::vector<Stage>>& kernels, const Graph& graph,
+                        const dnnl::engine& engine, const KeptLayouts& kept) {
+  for (auto& stages : kernels) {
+    for (Stage& st : stages) {
+      auto* u = std::get_if<UnaryDnnlStage>(&st);
+      if (!u) continue;
+      UnaryLayouts layouts;
+      if (auto it = kept.find(u->read_names[0]); it != kept.end()) layouts.src = it->second;
+      if (auto it = kept.find(u->write_name); it != kept.end()) layouts.dst = it->second;
+      if (!layouts.src && !layouts.dst) continue;
+      std::optional<UnaryDnnlOp> op = make_pool(engine, graph, *u->node, layouts);
+      if (!op) op = make_resample(engine, graph, *u->node, layouts);
+      if (!op) internal_error("{}: no oneDNN primitive in its stored layouts", u->node->describe());
+      u->op = std::move(*op);
+    }
+  }
+}
+
+void relayout_loops(std::vector<std::vector<Stage>>& kernels, const Graph& graph,
+                    const KeptLayouts& kept, PlanExecutorStats& stats) {
+  std::map<std::string, std::shared_ptr<const StoredLayout>> computed;  // one per tensor
+  auto layout_of = [&](const std::string& t) {
+    auto& l = computed[t];
+    if (!l) l = std::make_shared<const StoredLayout>(stored_layout(kept.at(t)));
+    return l;
+  };
+  for (auto& stages : kernels) {
+    for (Stage& st : stages) {
+      auto* l = std::get_if<LoopStage>(&st);
+      if (!l) continue;
+      StoredLayouts layouts;
+      const std::vector<std::string>& reads = l->loop->reads();
+      const std::vector<std::string>& writes = l->loop->writes();
+      for (std::size_t i = 0; i < reads.size(); ++i) {
+        if (kept.count(l->read_names[i])) layouts[reads[i]] = layout_of(l->read_names[i]);
+      }
+      for (const auto& t : writes) {
+        if (kept.count(t)) layouts[t] = layout_of(t);
+      }
+      if (layouts.empty()) continue;
+      auto loop = FusedLoop::compile(graph, l->nodes, l->needed, layouts);
+      if (!loop) internal_error("fused loop refused its stored layouts: {}", loop.refusal().why);
+      // The same tensors, possibly in another order: carry their places over by name.
+      std::map<std::string, std::pair<Location, std::string>> read_at;
+      std::map<std::string, Location> write_at;
+      for (std::size_t i = 0; i < reads.size(); ++i) {
+        read_at.emplace(reads[i], std::make_pair(l->reads[i], l->read_names[i]));
+      }
+      for (std::size_t i = 0; i < writes.size(); ++i) write_at.emplace(writes[i], l->writes[i]);
+      LoopStage next;
+      next.nodes = std::move(l->nodes);
+      next.needed = std::move(l->needed);
+      for (const auto& t : (*loop)->reads()) {
+        const auto& [where, name] = read_at.at(t);
+        next.reads.push_back(where);
+        next.read_names.push_back(name);
+      }
+      for (const auto& t : (*loop)->writes()) next.writes.push_back(write_at.at(t));
+      next.read_ptrs.resize(next.reads.size());
+      next.write_ptrs.resize(next.writes.size());
+      stats.loop_scratch_bytes += (*loop)->scratch_bytes() - l->loop->scratch_bytes();
+      next.loop = std::move(*loop);
+      *l = std::move(next);
+      ++stats.stored_layout_loops;
     }
   }
 }

@@ -3,6 +3,7 @@
 // cost/layout_policy's; this file tells it how the plan's stages use each tensor.
 #pragma once
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -22,20 +23,29 @@ struct GraphBoundaryLayouts {
   std::set<std::string> read_nhwc;     // graph outputs neighbours read channels-last
 };
 
+// The tensors stored in a convolution's preferred layout, and that layout.
+using KeptLayouts = std::map<std::string, dnnl::memory::desc>;
+
 // The arena tensors the plan keeps channels-last (cost/layout_policy.hpp's rule over the
 // uses of every stage, in the layout each convolution prefers: NHWC on AVX-512, blocked on
-// AVX2, kept only where writer and readers agree on it); sets each linear stage's
-// `preferred` layouts on the way.
-std::set<std::string> choose_channels_last(std::vector<std::vector<Stage>>& kernels,
-                                           const Graph& graph, const dnnl::engine& engine,
-                                           const GraphBoundaryLayouts& boundary);
+// AVX2, kept only where the convolutions using it agree on it; fused loops take any);
+// sets each linear stage's `preferred` layouts on the way.
+KeptLayouts choose_channels_last(std::vector<std::vector<Stage>>& kernels, const Graph& graph,
+                                 const dnnl::engine& engine, const GraphBoundaryLayouts& boundary);
 
 // Builds every linear stage's primitive for the layout `kept` gives its tensors, and
 // lays out its reordered copies in the memory plan's layout pool.
 void build_linear_ops(std::vector<std::vector<Stage>>& kernels, const Graph& graph,
-                      const dnnl::engine& engine, dnnl::stream& stream,
-                      const std::set<std::string>& kept, MemoryPlan& memory,
-                      PlanExecutorStats& stats);
+                      const dnnl::engine& engine, dnnl::stream& stream, const KeptLayouts& kept,
+                      MemoryPlan& memory, PlanExecutorStats& stats);
+
+// Builds again every pooling / resampling primitive whose source or result is kept.
+void relayout_unary_ops(std::vector<std::vector<Stage>>& kernels, const Graph& graph,
+                        const dnnl::engine& engine, const KeptLayouts& kept);
+
+// Compiles again every fused loop that reads or writes a kept tensor, for its layout.
+void relayout_loops(std::vector<std::vector<Stage>>& kernels, const Graph& graph,
+                    const KeptLayouts& kept, PlanExecutorStats& stats);
 
 // Points each linear stage's reordered copies at the allocated layout pool.
 void bind_layout_buffers(LinearStage& stage, MemoryPlan& memory);

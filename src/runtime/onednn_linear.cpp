@@ -179,6 +179,30 @@ bool linear_supported(const Graph& g, const Node& node) {
          g.tensor(node.inputs[0]).shape.size() == 4;
 }
 
+namespace {
+
+// NHWC (which equals plain where only one of C, H x W exceeds 1), or another layout than
+// plain that needs no more bytes: the tensor still fits its arena slot.
+bool usable_layout(const memory::desc& chosen, const memory::dims& dims) {
+  const memory::desc plain = plain_desc(dims);
+  if (chosen == nhwc_desc(dims)) return true;
+  return chosen != plain && chosen.get_size() == plain.get_size();
+}
+
+}  // namespace
+
+std::optional<memory::desc> activation_preferred_layout(const dnnl::engine& engine,
+                                                        const memory::dims& dims) {
+  if (dims.size() != 4) return std::nullopt;
+  const memory::dims wei{dims[1], dims[1], 1, 1};
+  const dnnl::convolution_forward::desc desc(
+      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any_desc(dims),
+      any_desc(wei), any_desc(dims), {1, 1}, {0, 0}, {0, 0}, {0, 0});
+  const dnnl::convolution_forward::primitive_desc pd(desc, engine);
+  if (!usable_layout(pd.src_desc(), dims) || pd.src_desc() == plain_desc(dims)) return std::nullopt;
+  return pd.src_desc();
+}
+
 std::optional<ConvLayouts> conv_preferred_layouts(const dnnl::engine& engine, const Graph& g,
                                                   const Node& node) {
   if (!is_convolution(node) || !g.is_constant(node.inputs[1])) return std::nullopt;
@@ -187,14 +211,9 @@ std::optional<ConvLayouts> conv_preferred_layouts(const dnnl::engine& engine, co
       dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any_desc(d.src),
       any_desc(d.wei), any_desc(d.dst), d.strides, d.dilation, d.pad_l, d.pad_r);
   const dnnl::convolution_forward::primitive_desc pd(desc, engine);
-  // NHWC (which equals plain where only one of C, H x W exceeds 1), or another layout
-  // than plain that needs no more bytes: the tensor still fits its arena slot.
-  auto usable = [](const memory::desc& chosen, const memory::dims& dims) {
-    const memory::desc plain = plain_desc(dims);
-    if (chosen == nhwc_desc(dims)) return true;
-    return chosen != plain && chosen.get_size() == plain.get_size();
-  };
-  if (!usable(pd.src_desc(), d.src) || !usable(pd.dst_desc(), d.dst)) return std::nullopt;
+  if (!usable_layout(pd.src_desc(), d.src) || !usable_layout(pd.dst_desc(), d.dst)) {
+    return std::nullopt;
+  }
   return ConvLayouts{pd.src_desc(), pd.dst_desc()};
 }
 

@@ -69,6 +69,12 @@ bool linear_supported(const Graph& graph, const Node& node);
 std::optional<ConvLayouts> conv_preferred_layouts(const dnnl::engine& engine, const Graph& graph,
                                                   const Node& node);
 
+// The layout oneDNN's convolutions prefer for an f32 activation of `dims` (N, C, H, W) on
+// this CPU (asked of a C -> C 1x1 convolution), or nullopt where that is plain or needs
+// more bytes: the layout pooling and resampling between convolutions run in.
+std::optional<dnnl::memory::desc> activation_preferred_layout(const dnnl::engine& engine,
+                                                              const dnnl::memory::dims& dims);
+
 // Builds the primitive for a node linear_supported() accepts, with `post_ops`. Constant
 // weights are packed once into the layout the primitive prefers. Convolutions choose
 // their activation layout (any), or run on `layout.preferred`; activations stored

@@ -7,6 +7,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "ir/shape.hpp"
+#include "runtime/fused/fused_loop.hpp"
 
 namespace orchid {
 
@@ -16,5 +17,9 @@ dnnl::memory::dims padded_dims(const Shape& shape, std::size_t rank);
 dnnl::memory::desc plain_desc(const dnnl::memory::dims& dims);
 dnnl::memory::desc nhwc_desc(const dnnl::memory::dims& dims);
 dnnl::memory::desc any_desc(const dnnl::memory::dims& dims);
+
+// Where each element of a tensor stored as `desc` (a blocked layout without padding:
+// plain, NHWC, nChw8c, ...) lies, for fused loops that read or write it in place.
+StoredLayout stored_layout(const dnnl::memory::desc& desc);
 
 }  // namespace orchid

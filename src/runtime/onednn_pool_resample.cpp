@@ -32,7 +32,8 @@ void UnaryDnnlOp::run(dnnl::stream& stream, const void* x, void* y) {
   prim.execute(stream, args);
 }
 
-std::optional<UnaryDnnlOp> make_pool(const dnnl::engine& engine, const Graph& g, const Node& node) {
+std::optional<UnaryDnnlOp> make_pool(const dnnl::engine& engine, const Graph& g, const Node& node,
+                                     const UnaryLayouts& layouts) {
   const OnednnAlgorithm kind = op_traits(node.op_type).onednn;
   const bool max = kind == OnednnAlgorithm::PoolingMax;
   if (!max && kind != OnednnAlgorithm::PoolingAverage) return std::nullopt;
@@ -56,8 +57,8 @@ std::optional<UnaryDnnlOp> make_pool(const dnnl::engine& engine, const Graph& g,
     pr[d] = (y.shape[2 + d] - 1) * geo.strides[d] + kernel[d] - x.shape[2 + d] - geo.pad_begin[d];
     if (pr[d] < 0) return std::nullopt;
   }
-  const memory::desc src_md = plain_desc(to_dims(x.shape));
-  const memory::desc dst_md = plain_desc(to_dims(y.shape));
+  const memory::desc src_md = layouts.src.value_or(plain_desc(to_dims(x.shape)));
+  const memory::desc dst_md = layouts.dst.value_or(plain_desc(to_dims(y.shape)));
   const auto alg = max           ? dnnl::algorithm::pooling_max
                    : include_pad ? dnnl::algorithm::pooling_avg_include_padding
                                  : dnnl::algorithm::pooling_avg_exclude_padding;
@@ -71,7 +72,7 @@ std::optional<UnaryDnnlOp> make_pool(const dnnl::engine& engine, const Graph& g,
 }
 
 std::optional<UnaryDnnlOp> make_resample(const dnnl::engine& engine, const Graph& g,
-                                         const Node& node) {
+                                         const Node& node, const UnaryLayouts& layouts) {
   if (op_traits(node.op_type).onednn != OnednnAlgorithm::ResamplingLinear) return std::nullopt;
   if (node.outputs.size() != 1) return std::nullopt;
   if (node.attr_string("mode", "nearest") != "linear") return std::nullopt;
@@ -94,8 +95,8 @@ std::optional<UnaryDnnlOp> make_resample(const dnnl::engine& engine, const Graph
       }
     }
   }
-  const memory::desc src_md = plain_desc(to_dims(x.shape));
-  const memory::desc dst_md = plain_desc(to_dims(y.shape));
+  const memory::desc src_md = layouts.src.value_or(plain_desc(to_dims(x.shape)));
+  const memory::desc dst_md = layouts.dst.value_or(plain_desc(to_dims(y.shape)));
   const dnnl::resampling_forward::desc desc(dnnl::prop_kind::forward_inference,
                                             dnnl::algorithm::resampling_linear, src_md, dst_md);
   const dnnl::resampling_forward::primitive_desc pd(desc, engine);

@@ -72,9 +72,11 @@ struct PlanExecutor::Impl {
     }
     StageBuilder builder(g, engine, memory, stats);
     for (const auto& pk : p.kernels) kernels.push_back(builder.build(pk));
-    const std::set<std::string> nhwc =
+    const KeptLayouts kept =
         choose_channels_last(kernels, g, engine, boundary_layouts(g, alternatives, options));
-    build_linear_ops(kernels, g, engine, stream, nhwc, memory, stats);
+    build_linear_ops(kernels, g, engine, stream, kept, memory, stats);
+    relayout_loops(kernels, g, kept, stats);
+    relayout_unary_ops(kernels, g, engine, kept);
     // Offsets are fixed: allocate the pools and point every stage at its memory.
     memory.allocate_pools();
     stats.scratch_bytes = memory.scratch_bytes();

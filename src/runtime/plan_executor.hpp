@@ -46,6 +46,7 @@ struct PlanExecutorStats {
   std::size_t nhwc_handoffs = 0;         // convolution sources kept NHWC, no reorder
   std::int64_t layout_bytes = 0;         // their blocked source/result copies (one pool)
   std::int64_t packed_weight_bytes = 0;  // weights reordered once into oneDNN's layout
+  std::size_t stored_layout_loops = 0;   // fused loops reading or writing such layouts in place
   std::int64_t peak_bytes() const {
     return arena_bytes + scratch_bytes + loop_scratch_bytes + weight_bytes + layout_bytes +
            packed_weight_bytes;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -33,6 +34,8 @@ struct LinearStage {
 
 struct LoopStage {
   std::unique_ptr<FusedLoop> loop;
+  std::vector<std::size_t> nodes;  // what it computes, to compile it again for stored layouts
+  std::set<std::string> needed;
   std::vector<std::string> read_names;  // tensors read (arena names)
   std::vector<Location> reads, writes;
   std::vector<const std::byte*> read_ptrs;
@@ -41,9 +44,11 @@ struct LoopStage {
 
 // Pooling or resampling on oneDNN.
 struct UnaryDnnlStage {
+  const Node* node = nullptr;
   UnaryDnnlOp op;
   std::vector<std::string> read_names;
   Location x, y;
+  std::string write_name;
 };
 
 // One primitive on its reference kernel, reading and writing views in place.

@@ -60,9 +60,12 @@ std::optional<LoopStage> StageBuilder::loop_stage(const PlannedKernel& pk, std::
                                                   std::size_t end, KernelPlaces& places) {
   const std::vector<std::size_t> nodes(pk.nodes.begin() + static_cast<std::ptrdiff_t>(begin),
                                        pk.nodes.begin() + static_cast<std::ptrdiff_t>(end));
-  auto loop = FusedLoop::compile(graph_, nodes, needed_after(graph_, pk, begin, end));
+  std::set<std::string> needed = needed_after(graph_, pk, begin, end);
+  auto loop = FusedLoop::compile(graph_, nodes, needed);
   if (!loop) return std::nullopt;
   LoopStage st;
+  st.nodes = nodes;
+  st.needed = std::move(needed);
   for (const auto& t : (*loop)->reads()) {
     st.reads.push_back(place(places, t));
     st.read_names.push_back(places.arena_name(t));
@@ -84,8 +87,12 @@ Stage StageBuilder::single_node_stage(const Node& n, KernelPlaces& places) {
   if (!op) op = make_resample(engine_, graph_, n);
   if (op) {
     ++stats_.dnnl_primitives;
-    return UnaryDnnlStage{std::move(*op), std::move(reads), place(places, n.inputs[0]),
-                          place(places, n.outputs[0])};
+    return UnaryDnnlStage{&n,
+                          std::move(*op),
+                          std::move(reads),
+                          place(places, n.inputs[0]),
+                          place(places, n.outputs[0]),
+                          n.outputs[0]};
   }
   ++stats_.reference_primitives;
   ReferenceStage st;

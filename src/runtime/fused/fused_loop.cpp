@@ -196,6 +196,27 @@ std::vector<std::int64_t> iota(std::int64_t n) {
   return v;
 }
 
+// Columns per row for a run without reductions over `dims` (outermost first): at least
+// 64 (vector-wide inner loops), at most ~4096 where a dim can be split (row buffers stay
+// in cache and rows remain to spread over threads).
+std::int64_t pick_cols(const Shape& dims) {
+  constexpr std::int64_t kMinCols = 64, kMaxCols = 4096;
+  std::int64_t c = 1;
+  for (std::size_t d = dims.size(); d-- > 0 && c < kMinCols;) {
+    std::int64_t k = dims[d];
+    if (c * k > kMaxCols) {
+      for (std::int64_t f = 1; f <= dims[d]; ++f) {
+        if (dims[d] % f == 0 && c * f >= kMinCols) {
+          k = f;
+          break;
+        }
+      }
+    }
+    c *= k;
+  }
+  return std::max<std::int64_t>(c, 1);
+}
+
 }  // namespace
 
 struct FusedLoop::Impl {
@@ -228,9 +249,11 @@ struct Value {
 
 class Compiler {
  public:
+  // `storage_order`: walk the elements in the storage order of a non-plain tensor the run
+  // writes or reads (when it has no reductions), else in logical row-major order.
   Compiler(const Graph& g, const std::vector<std::size_t>& nodes,
-           const std::set<std::string>& needed)
-      : g_(g), nodes_(nodes), needed_(needed) {}
+           const std::set<std::string>& needed, const StoredLayouts& layouts, bool storage_order)
+      : g_(g), nodes_(nodes), needed_(needed), layouts_(layouts), storage_order_(storage_order) {}
 
   Refusable<std::unique_ptr<FusedLoop::Impl>> compile() {
     for (std::size_t idx : nodes_) {
@@ -308,29 +331,64 @@ class Compiler {
         }
       }
       full = shape_numel(anchor);
-      // At least 64 columns (vector-wide inner loops), at most ~4096 where a dim can be
-      // split (row buffers stay in cache and rows remain to spread over threads).
-      constexpr std::int64_t kMinCols = 64, kMaxCols = 4096;
-      std::int64_t c = 1;
-      for (std::size_t d = anchor.size(); d-- > 0 && c < kMinCols;) {
-        std::int64_t k = anchor[d];
-        if (c * k > kMaxCols) {
-          for (std::int64_t f = 1; f <= anchor[d]; ++f) {
-            if (anchor[d] % f == 0 && c * f >= kMinCols) {
-              k = f;
-              break;
-            }
-          }
+      const StoredLayout* order = storage_order_ ? order_layout(full) : nullptr;
+      if (storage_order_ && !order) return refusal("no stored layout to walk in");
+      if (order) {
+        // Domain element d is the element stored at offset d of that tensor.
+        domain_.assign(static_cast<std::size_t>(full), 0);
+        for (std::int64_t i = 0; i < full; ++i) {
+          domain_[static_cast<std::size_t>(order->offsets[static_cast<std::size_t>(i)])] = i;
         }
-        c *= k;
+        cols = pick_cols(order->storage_dims);
+      } else {
+        cols = pick_cols(anchor);
       }
-      cols = std::max<std::int64_t>(c, 1);
+    } else if (storage_order_) {
+      return refusal("the run reduces: it walks in logical order");
     }
     if (full == 0) return refusal("the run has no elements");
     cols_ = *cols;
     full_size_ = full;
     rows_ = full / cols_;
     return {};
+  }
+
+  // The stored layout the run walks in: a tensor it writes, else one it reads, of `full`
+  // elements (the first in order, so the choice is deterministic).
+  const StoredLayout* order_layout(std::int64_t full) const {
+    auto fits = [&](const std::string& t) -> const StoredLayout* {
+      auto it = layouts_.find(t);
+      if (it == layouts_.end() || shape_numel(g_.tensor(t).shape) != full) return nullptr;
+      return it->second.get();
+    };
+    for (const auto& t : needed_) {
+      if (const StoredLayout* l = fits(t)) return l;
+    }
+    for (std::size_t idx : nodes_) {
+      for (const auto& t : g_.nodes[idx].inputs) {
+        if (t.empty() || produced_.count(t)) continue;
+        if (const StoredLayout* l = fits(t)) return l;
+      }
+    }
+    return nullptr;
+  }
+
+  // Per domain element, the value `by_logical` holds for its logical element.
+  std::vector<std::int64_t> in_domain(std::vector<std::int64_t> by_logical) const {
+    if (domain_.empty()) return by_logical;
+    std::vector<std::int64_t> out(domain_.size());
+    for (std::size_t d = 0; d < domain_.size(); ++d) {
+      out[d] = by_logical[static_cast<std::size_t>(domain_[d])];
+    }
+    return out;
+  }
+
+  // Logical element offsets into `t` turned into memory offsets, per its stored layout.
+  std::vector<std::int64_t> stored(const std::string& t, std::vector<std::int64_t> offsets) const {
+    auto it = layouts_.find(t);
+    if (it == layouts_.end()) return offsets;
+    for (auto& o : offsets) o = it->second->offsets[static_cast<std::size_t>(o)];
+    return offsets;
   }
 
   Refusable<const Tensor*> constant(const std::string& t, const Node& n) {
@@ -376,6 +434,8 @@ class Compiler {
     if (!to_full && to_numel != rows_) {
       return refusal("{}: output size fits neither rows nor elements", n.describe());
     }
+    if (!to_full && !domain_.empty())
+      return refusal("{}: a row value in storage order", n.describe());
     if (v.kind == Value::Kind::Scattered) {
       return refusal("{}: reads a transposed computed value", n.describe());
     }
@@ -411,12 +471,14 @@ class Compiler {
     ins.bool_src = root.dtype == DType::Bool;
     if (to_full) {
       ins.kind = Instr::Kind::Load;
-      ins.map = add_map(OffsetMap::build(flat, rows_, cols_));
-      ins.out = impl_->maps[ins.map].constant_cols && !ins.bool_src ? new_row() : new_full();
+      ins.map = add_map(OffsetMap::build(stored(v.root, in_domain(flat)), rows_, cols_));
+      // In storage order every value is full: a row there is no row of the logical shape.
+      const bool per_row = impl_->maps[ins.map].constant_cols && domain_.empty();
+      ins.out = per_row && !ins.bool_src ? new_row() : new_full();
       if (ins.out.kind == Operand::Kind::Row) ins.kind = Instr::Kind::LoadRow;
     } else {
       ins.kind = Instr::Kind::LoadRow;
-      ins.map = add_map(OffsetMap::build(flat, rows_, 1));
+      ins.map = add_map(OffsetMap::build(stored(v.root, flat), rows_, 1));
       ins.out = new_row();
     }
     impl_->program.push_back(ins);
@@ -506,6 +568,8 @@ class Compiler {
     }
     // Row-valued inputs broadcast into a full output still give one value per row when
     // no input is full; the result is then a row value.
+    if (!any_full && !domain_.empty())
+      return refusal("{}: a row value in storage order", n.describe());
     ins.out = any_full ? new_full() : new_row();
     impl_->program.push_back(ins);
     set_computed(y, ins.out);
@@ -572,13 +636,16 @@ class Compiler {
       if (ins.x.kind == Operand::Kind::Imm) return refusal("'{}' is a constant", t);
       const bool full = numel == full_size_;
       ins.kind = full ? Instr::Kind::Store : Instr::Kind::StoreRow;
-      ins.map = add_map(OffsetMap::build(iota(numel), rows_, full ? cols_ : 1));
+      ins.map = add_map(OffsetMap::build(stored(t, full ? in_domain(iota(numel)) : iota(numel)),
+                                         rows_, full ? cols_ : 1));
     } else if (v.kind == Value::Kind::Computed) {
       ins.x = v.operand;
       if (v.operand.kind == Operand::Kind::Imm) return refusal("'{}' is a constant", t);
       const bool full = numel == full_size_;  // a row value may be spread over full shape
+      if (!full && !domain_.empty()) return refusal("'{}': a row value in storage order", t);
       ins.kind = full ? Instr::Kind::Store : Instr::Kind::StoreRow;
-      ins.map = add_map(OffsetMap::build(iota(numel), rows_, full ? cols_ : 1));
+      ins.map = add_map(OffsetMap::build(stored(t, full ? in_domain(iota(numel)) : iota(numel)),
+                                         rows_, full ? cols_ : 1));
     } else {
       // Scattered: invert "output element j takes computed element index[j]".
       if (numel != full_size_) return refusal("'{}' is a partial copy of a computed value", t);
@@ -590,7 +657,7 @@ class Compiler {
       }
       ins.x = scatter_source_.at(t);
       ins.kind = Instr::Kind::Store;
-      ins.map = add_map(OffsetMap::build(where, rows_, cols_));
+      ins.map = add_map(OffsetMap::build(stored(t, in_domain(std::move(where))), rows_, cols_));
     }
     if (g_.tensor(t).dtype != DType::F32) return refusal("'{}' is not f32", t);
     impl_->program.push_back(ins);
@@ -600,6 +667,9 @@ class Compiler {
   const Graph& g_;
   const std::vector<std::size_t>& nodes_;
   const std::set<std::string>& needed_;
+  const StoredLayouts& layouts_;
+  const bool storage_order_;
+  std::vector<std::int64_t> domain_;  // domain element -> logical element; empty: identity
   std::set<std::string> produced_;
   std::unordered_map<std::string, Value> values_;
   std::unordered_map<std::string, Operand> scatter_source_;
@@ -798,8 +868,10 @@ void FusedLoop::Impl::run_rows(std::int64_t begin, std::int64_t end, int thread,
 
 Refusable<std::unique_ptr<FusedLoop>> FusedLoop::compile(const Graph& graph,
                                                          const std::vector<std::size_t>& nodes,
-                                                         const std::set<std::string>& needed) {
-  auto impl = Compiler(graph, nodes, needed).compile();
+                                                         const std::set<std::string>& needed,
+                                                         const StoredLayouts& layouts) {
+  auto impl = Compiler(graph, nodes, needed, layouts, !layouts.empty()).compile();
+  if (!impl && !layouts.empty()) impl = Compiler(graph, nodes, needed, layouts, false).compile();
   if (!impl) return impl.refusal();
   return std::unique_ptr<FusedLoop>(new FusedLoop(std::move(*impl)));
 }

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <set>
 #include <span>
@@ -26,14 +27,27 @@
 
 namespace orchid {
 
+// How a tensor the loop reads or writes is stored when not plain row-major (channels-last
+// or blocked, as a convolution next to the loop prefers): the memory offset of each element
+// in logical row-major order, and the dims of the storage order, outermost first.
+struct StoredLayout {
+  Shape storage_dims;
+  std::vector<std::int64_t> offsets;
+};
+using StoredLayouts = std::map<std::string, std::shared_ptr<const StoredLayout>>;
+
 class FusedLoop {
  public:
   // Compiles `nodes` (topological order) of `graph`; `needed` are the tensors produced by
-  // the run that something outside it reads. Refused, with the reason, when the run is
+  // the run that something outside it reads; `layouts` how the tensors it reads and writes
+  // are stored where not plain. A loop without reductions that writes (or reads) such a
+  // tensor walks the elements in that tensor's storage order, so it streams through it
+  // and gathers only what is stored otherwise. Refused, with the reason, when the run is
   // outside what a fused loop expresses.
   static Refusable<std::unique_ptr<FusedLoop>> compile(const Graph& graph,
                                                        const std::vector<std::size_t>& nodes,
-                                                       const std::set<std::string>& needed);
+                                                       const std::set<std::string>& needed,
+                                                       const StoredLayouts& layouts = {});
   ~FusedLoop();
 
   // The tensors the loop reads and writes; run() takes their addresses in this order.

@@ -159,7 +159,9 @@ struct PlanExecutor::Impl {
                             },
                             [](const LoopStage&) { return std::string("fused loop"); },
                             [](const UnaryDnnlStage& u) { return "onednn " + u.op.implementation; },
-                            [](const ReferenceStage& r) { return "reference " + r.node->op_type; },
+                            [](const ReferenceStage& r) {
+                              return (r.block_copies ? "copies " : "reference ") + r.node->op_type;
+                            },
                         },
                         stage);
     }

@@ -55,6 +55,7 @@ struct UnaryDnnlStage {
 struct ReferenceStage {
   const Node* node = nullptr;
   ReferenceKernel kernel = nullptr;
+  bool block_copies = false;  // runtime/copy_kernels.hpp's kernel instead of the reference one
   std::vector<std::string> read_names;
   std::vector<Tensor> in_views, out_views;
   std::vector<const Tensor*> ins;                     // per node input: view, constant or null

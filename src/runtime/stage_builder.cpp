@@ -3,6 +3,7 @@
 #include <unordered_map>
 
 #include "ir/op_traits.hpp"
+#include "runtime/copy_kernels.hpp"
 #include "runtime/kernel_dataflow.hpp"
 #include "util/error.hpp"
 
@@ -98,7 +99,9 @@ Stage StageBuilder::single_node_stage(const Node& n, KernelPlaces& places) {
   ReferenceStage st;
   st.node = &n;
   st.read_names = std::move(reads);
-  st.kernel = find_reference_kernel(n.op_type);
+  st.kernel = find_copy_kernel(n.op_type);
+  st.block_copies = st.kernel != nullptr;
+  if (!st.kernel) st.kernel = find_reference_kernel(n.op_type);
   if (!st.kernel) unsupported("{}: no kernel for op type '{}'", n.describe(), n.op_type);
   st.in_views.reserve(n.inputs.size());
   for (const auto& t : n.inputs) {

@@ -41,7 +41,8 @@ void add_linear_uses(LinearStage& l, const Graph& graph, const dnnl::engine& eng
 }
 
 // Pooling and resampling run in the layout the convolutions prefer for their source and
-// result when both can be stored so (they count as such a convolution's uses).
+// result when both can be stored so and oneDNN has more than its reference kernel for it
+// (they then count as such a convolution's uses).
 void add_unary_uses(const UnaryDnnlStage& u, const Graph& graph, const dnnl::engine& engine,
                     LayoutUses& uses, WantedLayouts& wanted) {
   const std::string& x = u.read_names[0];
@@ -49,7 +50,14 @@ void add_unary_uses(const UnaryDnnlStage& u, const Graph& graph, const dnnl::eng
       activation_preferred_layout(engine, to_dims(graph.tensor(u.node->inputs[0]).shape));
   const auto dst = activation_preferred_layout(engine, to_dims(graph.tensor(u.write_name).shape));
   for (std::size_t i = 1; i < u.read_names.size(); ++i) uses.add(u.read_names[i], LayoutUse::Plain);
-  if (!src || !dst) {
+  // Only where oneDNN has a fast kernel for that layout: its reference resampling on
+  // blocked layouts ran SegFormer-B0's decoder 15x slower than plain.
+  auto fast_in = [&](const UnaryLayouts& layouts) {
+    std::optional<UnaryDnnlOp> op = make_pool(engine, graph, *u.node, layouts);
+    if (!op) op = make_resample(engine, graph, *u.node, layouts);
+    return op && op->implementation.rfind("ref", 0) != 0;
+  };
+  if (!src || !dst || !fast_in(UnaryLayouts{src, dst})) {
     uses.add(x, LayoutUse::Plain);
     uses.add(u.write_name, LayoutUse::Plain);
     return;
@@ -92,6 +100,21 @@ KeptLayouts choose_channels_last(std::vector<std::vector<Stage>>& kernels, const
   for (const auto& [tensor, layouts] : wanted) {
     for (const auto& l : layouts) {
       if (l != layouts.front()) uses.add(tensor, LayoutUse::Plain);  // they disagree
+    }
+  }
+  // Pooling and resampling run fast only with source and result in one layout (oneDNN
+  // takes its reference kernel for a mix): keep both or neither.
+  for (bool mixed = true; mixed;) {
+    mixed = false;
+    const std::set<std::string> chosen = uses.channels_last();
+    for (const auto& stages : kernels) {
+      for (const Stage& st : stages) {
+        const auto* u = std::get_if<UnaryDnnlStage>(&st);
+        if (!u || chosen.count(u->read_names[0]) == chosen.count(u->write_name)) continue;
+        uses.add(u->read_names[0], LayoutUse::Plain);
+        uses.add(u->write_name, LayoutUse::Plain);
+        mixed = true;
+      }
     }
   }
   KeptLayouts kept;

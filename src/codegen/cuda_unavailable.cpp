@@ -42,5 +42,8 @@ std::vector<double> CudaExecutor::execute_timed(const TensorMap&) {
 std::string CudaExecutor::device_name() const {
   return {};
 }
+std::string CudaExecutor::linear_summary() const {
+  return {};
+}
 
 }  // namespace orchid::codegen

@@ -37,17 +37,55 @@ void check_f32(const Graph& g, const Node& n) {
   }
 }
 
+// Four lanes along the innermost axis: `base` holds the coordinates of a vector of
+// `shape` with the innermost extent divided by 4; returns the coordinates of each lane.
+std::vector<Coords> lane_coords(KernelWriter& w, Coords base) {
+  const std::string& I = w.index_type();
+  Coords lanes;
+  for (int j = 0; j < 4; ++j) {
+    const std::string v = w.fresh("lane");
+    w.line(fmt::format("const {} {} = ({}) * 4 + {};", I, v, base.back(), j));
+    lanes.push_back(v);
+  }
+  w.set_vector_lanes(lanes);
+  std::vector<Coords> out;
+  for (const auto& l : lanes) {
+    base.back() = l;
+    out.push_back(base);
+  }
+  return out;
+}
+
+Shape quarter_innermost(Shape s) {
+  s.back() /= 4;
+  return s;
+}
+
 std::int64_t write_map(KernelWriter& w, const StageSpec& s) {
   const Shape& space = w.graph().tensor(s.stores.front()).shape;
   const std::int64_t total = shape_numel(space);
   const std::string& I = w.index_type();
+  // float4 variant: four consecutive elements of the innermost axis per thread.
+  const bool vector =
+      !space.empty() && space.back() % 4 == 0 && total > 0 && w.vector_friendly(s.stores);
+  const std::int64_t items = vector ? total / 4 : total;
   w.open(
       fmt::format("for ({0} i = ({0})GROUP_ID * ORCHID_BLOCK + LOCAL_ID; i < {1}; i += "
                   "({0})NUM_GROUPS * ORCHID_BLOCK)",
-                  I, total));
-  store_all(w, s.stores, w.delinearize("i", space));
+                  I, items));
+  if (vector) {
+    const std::vector<Coords> lanes = lane_coords(w, w.delinearize("i", quarter_innermost(space)));
+    for (const auto& t : s.stores) {
+      std::vector<std::string> values;
+      for (const auto& c : lanes) values.push_back(w.value(t, c));
+      w.store_lanes(t, lanes, values);
+    }
+    w.clear_vector_lanes();
+  } else {
+    store_all(w, s.stores, w.delinearize("i", space));
+  }
   w.close();
-  return capped_groups(ceil_div(total, kBlock));
+  return capped_groups(ceil_div(items, kBlock));
 }
 
 struct ReduceOp {
@@ -89,13 +127,29 @@ std::int64_t write_row(KernelWriter& w, const StageSpec& s, std::string* shared)
   const std::string& I = w.index_type();
   w.open(fmt::format("for ({0} row = GROUP_ID; row < {1}; row += NUM_GROUPS)", I, rows));
   const Coords rc = w.delinearize("row", kept);
-  auto full_coords = [&](const std::string& col) {
-    Coords cc = w.delinearize(col, inner);
+  auto merged = [&](const Coords& cc) {
     Coords full = rc;
     for (std::size_t d = 0; d < space.size(); ++d) {
       if (reduced[d]) full[d] = cc[d];
     }
     return full;
+  };
+  auto full_coords = [&](const std::string& col) { return merged(w.delinearize(col, inner)); };
+  // float4 variant: the innermost axis is reduced and a multiple of 4, and the row's
+  // values reach memory through elementwise ops only; each thread takes 4 columns.
+  auto vector_for = [&](const std::vector<std::string>& tensors) {
+    return reduced.back() && space.back() % 4 == 0 && cols > 0 && w.vector_friendly(tensors);
+  };
+  // Opens the column loop; returns the coordinates of each element a thread handles.
+  auto open_columns = [&](bool vector) {
+    if (!vector) {
+      w.open(fmt::format("for ({0} col = LOCAL_ID; col < {1}; col += ORCHID_BLOCK)", I, cols));
+      return std::vector<Coords>{full_coords("col")};
+    }
+    w.open(fmt::format("for ({0} col = LOCAL_ID; col < {1}; col += ORCHID_BLOCK)", I, cols / 4));
+    std::vector<Coords> lanes = lane_coords(w, w.delinearize("col", quarter_innermost(inner)));
+    for (auto& c : lanes) c = merged(c);
+    return lanes;
   };
   // A row value's coordinates in its own shape: the kept shape, or without the reduced
   // axes (keepdims=0).
@@ -116,9 +170,11 @@ std::int64_t write_row(KernelWriter& w, const StageSpec& s, std::string* shared)
     *shared += fmt::format("  SHARED {} {}[ORCHID_BLOCK];\n", T, red);
     const std::string acc = w.fresh("acc");
     w.line(fmt::format("{} {} = {};", T, acc, op.init));
-    w.open(fmt::format("for ({0} col = LOCAL_ID; col < {1}; col += ORCHID_BLOCK)", I, cols));
-    const std::string x = w.value(n->inputs[0], full_coords("col"));
-    w.line(fmt::format("{} = {};", acc, apply(op.combine, acc, x)));
+    for (const auto& c : open_columns(vector_for({n->inputs[0]}))) {
+      const std::string x = w.value(n->inputs[0], c);
+      w.line(fmt::format("{} = {};", acc, apply(op.combine, acc, x)));
+    }
+    w.clear_vector_lanes();
     w.close();
     w.line(fmt::format("{}[LOCAL_ID] = {};", red, acc));
     w.line("BARRIER();");
@@ -146,8 +202,13 @@ std::int64_t write_row(KernelWriter& w, const StageSpec& s, std::string* shared)
     w.close();
   }
   if (!full_stores.empty()) {
-    w.open(fmt::format("for ({0} col = LOCAL_ID; col < {1}; col += ORCHID_BLOCK)", I, cols));
-    store_all(w, full_stores, full_coords("col"));
+    const std::vector<Coords> lanes = open_columns(vector_for(full_stores));
+    for (const auto& t : full_stores) {
+      std::vector<std::string> values;
+      for (const auto& c : lanes) values.push_back(w.value(t, c));
+      w.store_lanes(t, lanes, values);
+    }
+    w.clear_vector_lanes();
     w.close();
   }
   for (const Node* n : s.roots) w.unbind(n->outputs[0]);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <stdexcept>
 
 #include "codegen/elementwise_expr.hpp"
@@ -211,11 +212,76 @@ std::string KernelWriter::value(const std::string& t, const Coords& coords) {
   std::string v;
   if (auto it = env_.inline_producers.find(t); it != env_.inline_producers.end()) {
     v = temp(info.dtype, compute(*it->second, c));
+  } else if (const int lane = vector_lane(t, c); lane >= 0) {
+    Coords c0 = c;
+    c0.back() = lanes_[0];
+    const std::string vkey = t + "@f4@" + join(c0);
+    std::string vec;
+    for (auto s = scopes_.rbegin(); s != scopes_.rend() && vec.empty(); ++s) {
+      if (auto it = s->find(vkey); it != s->end()) vec = it->second;
+    }
+    if (vec.empty()) {
+      vec = fresh("f");
+      line(fmt::format("const float4 {} = LOAD_F4({}, {});", vec, pointer(t, false),
+                       linearize(info.shape, c0)));
+      scopes_.back()[vkey] = vec;
+    }
+    v = vec + "." + "xyzw"[lane];
   } else {
     v = temp(info.dtype, fmt::format("{}[{}]", pointer(t, false), linearize(info.shape, c)));
   }
   scopes_.back()[key] = v;
   return v;
+}
+
+void KernelWriter::set_vector_lanes(const Coords& lanes) {
+  if (lanes.size() != 4) throw std::logic_error("device code: vector lanes come in fours");
+  lanes_ = lanes;
+  vector_width_ = 4;
+}
+
+int KernelWriter::vector_lane(const std::string& t, const Coords& c) const {
+  if (lanes_.empty() || c.empty()) return -1;
+  const auto it = std::find(lanes_.begin(), lanes_.end(), c.back());
+  if (it == lanes_.end()) return -1;
+  const DeviceTensor loc = env_.locate(t);
+  if (loc.dtype != DType::F32 || loc.shape.empty() || loc.shape.back() % 4 != 0 ||
+      loc.offset % 16 != 0) {
+    return -1;
+  }
+  return static_cast<int>(it - lanes_.begin());
+}
+
+bool KernelWriter::vector_friendly(const std::vector<std::string>& tensors) const {
+  if (!env_.vectorize) return false;
+  std::vector<std::string> todo = tensors;
+  std::set<std::string> seen;
+  while (!todo.empty()) {
+    const std::string t = todo.back();
+    todo.pop_back();
+    if (t.empty() || !seen.insert(t).second || bindings_.count(t)) continue;
+    const auto it = env_.inline_producers.find(t);
+    if (it == env_.inline_producers.end()) continue;  // read from memory
+    const Node& n = *it->second;
+    const bool pointwise =
+        n.op_type == "Expand" || (has_elementwise_expr(n.op_type) && n.op_type != "Identity");
+    if (!pointwise) return false;
+    for (const auto& in : n.inputs) todo.push_back(in);
+  }
+  return true;
+}
+
+void KernelWriter::store_lanes(const std::string& t, const std::vector<Coords>& lane_coords,
+                               const std::vector<std::string>& values) {
+  const TensorInfo& info = env_.graph->tensor(t);
+  const Coords& c0 = lane_coords.front();
+  if (lane_coords.size() == 4 && !lanes_.empty() && c0.size() == info.shape.size() &&
+      c0.back() == lanes_[0] && vector_lane(t, c0) == 0) {
+    line(fmt::format("STORE_F4({}, {}, MAKE_F4({}, {}, {}, {}));", pointer(t, true),
+                     linearize(info.shape, c0), values[0], values[1], values[2], values[3]));
+    return;
+  }
+  for (std::size_t j = 0; j < lane_coords.size(); ++j) store(t, lane_coords[j], values[j]);
 }
 
 void KernelWriter::store(const std::string& t, const Coords& coords, const std::string& v) {

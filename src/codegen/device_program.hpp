@@ -43,6 +43,7 @@ struct Launch {
   std::string ops;              // the primitives it computes, e.g. "MatMul+Add+Relu"
   int vector_width = 1;         // 4: float4 loads/stores along the innermost axis
   int vendor = -1;  // index in DeviceProgram::vendor_calls when a library can run it instead
+  std::string vendor_refusal;  // else, for linear stages on CUDA: why no library call fits
 };
 
 // Linear stages on the CUDA target: the generated tiled kernels, cuBLASLt/cuDNN calls

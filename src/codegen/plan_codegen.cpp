@@ -411,7 +411,7 @@ class KernelPlanner {
           auto it = env.inline_producers.find(t);
           return it == env.inline_producers.end() ? nullptr : it->second;
         };
-        if (auto call = match_vendor_call(g_, spec, producer, env.locate)) {
+        if (auto call = match_vendor_call(g_, spec, producer, env.locate, &l.vendor_refusal)) {
           l.vendor = static_cast<int>(vendor_calls_.size());
           vendor_calls_.push_back(std::make_shared<VendorCall>(*call));
         }

@@ -4,10 +4,16 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <iostream>
 
 #include "codegen/plan_codegen.hpp"
 #include "codegen/vendor_linear.hpp"
 #include "codegen_test_util.hpp"
+#include "cost/cost_model.hpp"
+#include "orchestrate/orchestrator.hpp"
+#include "passes/load_model.hpp"
+#include "test_config_roots.hpp"
 #include "util/error.hpp"
 
 namespace orchid::codegen {
@@ -188,6 +194,63 @@ TEST(VendorLinear, OnlyTheCudaTargetWithAVendorBackendGetsCalls) {
                   .vendor_calls.empty());
   EXPECT_EQ(parse_linear_backend("auto"), LinearBackend::Auto);
   EXPECT_THROW(parse_linear_backend("cublas"), Error);
+}
+
+// On real models (optimal plans for the a100 model): the linear stages that map, by call.
+TEST(VendorLinear, TinyZooModelsMapTheirLinearStages) {
+  for (const char* name : {"tiny_mlp", "tiny_conv", "tiny_attention"}) {
+    const std::string path = (std::filesystem::path(ORCHID_MODELS_DIR) / name).string() + ".onnx";
+    LoadedModel model = load_model(path);
+    const auto cost_model =
+        make_analytic_cost_model(load_device_spec("a100", orchid::test::source_configs()));
+    OrchestrateOptions options;
+    options.time_limit_s = 20;
+    const Orchestration o = orchestrate(model.graph, *cost_model, options);
+    CodegenOptions co;
+    co.linear_backend = LinearBackend::Vendor;
+    const DeviceProgram p = generate_device_program(o.fission.graph, o.optimal,
+                                                    o.fission.alternatives, Target::Cuda, co);
+    int linear = 0, gemm = 0, conv = 0;
+    for (const auto& l : p.launches) {
+      if (l.family != "matmul" && l.family != "conv") continue;
+      ++linear;
+      if (l.vendor < 0) {
+        std::cout << name << ": " << l.ops << " stays generated: " << l.vendor_refusal << "\n";
+        EXPECT_FALSE(l.vendor_refusal.empty());
+        continue;
+      }
+      const VendorCall& c = *p.vendor_calls.at(static_cast<std::size_t>(l.vendor));
+      (c.kind == VendorCall::Kind::Gemm ? gemm : conv) += 1;
+      // Every operand lies inside the buffer the program allocates for its region.
+      const auto inside = [&](const DeviceTensor& t) {
+        const std::int64_t end = t.offset + shape_numel(t.shape) * 4;
+        switch (t.region) {
+          case Region::Arena:
+            return end <= p.arena_bytes;
+          case Region::Scratch:
+            return end <= p.scratch_bytes;
+          case Region::Weights:
+            return end <= p.weights_bytes;
+          case Region::Inputs:
+            return end <= p.inputs_bytes;
+        }
+        return false;
+      };
+      if (c.kind == VendorCall::Kind::Gemm) {
+        EXPECT_TRUE(inside(c.gemm.a) && inside(c.gemm.b) && inside(c.gemm.c)) << name;
+      } else {
+        EXPECT_TRUE(inside(c.conv.x) && inside(c.conv.w) && inside(c.conv.y)) << name;
+      }
+    }
+    std::cout << name << ": " << linear << " linear stages, " << gemm << " cuBLASLt, " << conv
+              << " cuDNN\n";
+    EXPECT_GT(gemm + conv, 0) << name << ": no linear stage maps to a vendor call";
+    if (std::string(name) == "tiny_conv") {
+      EXPECT_GT(conv, 0);
+    } else {
+      EXPECT_GT(gemm, 0);
+    }
+  }
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "ir/ops/reduction_util.hpp"
 #include "ir/ops/window_geometry.hpp"
@@ -117,6 +118,62 @@ std::string apply(const std::string& pattern, const std::string& a, const std::s
   return fmt::format(fmt::runtime(pattern), a, b);
 }
 
+bool is_arg_reduce(const Node& n) {
+  return n.op_type == "ArgMax" || n.op_type == "ArgMin";
+}
+
+// ArgMax / ArgMin of one row: each thread keeps its best (value, index) over its
+// columns, then a shared-memory tree keeps the better of two, ties going to the lower
+// index (the higher with select_last_index), as the reference's sequential scan does.
+// Index -1 marks "nothing yet". `open_columns` opens the column loop and returns the
+// elements a thread takes per iteration. Returns the variable holding the row's index.
+std::string write_arg_reduce(KernelWriter& w, const Node& n, std::size_t axis,
+                             const std::function<std::vector<Coords>()>& open_columns,
+                             std::string* shared) {
+  const Graph& g = w.graph();
+  const std::string T = KernelWriter::c_type(g.tensor(n.inputs[0]).dtype);
+  const std::string cmp = n.op_type == "ArgMax" ? ">" : "<";
+  const std::string tie = n.attr_int("select_last_index", 0) != 0 ? ">" : "<";
+  // Whether (v, i) beats (bv, bi).
+  auto better = [&](const std::string& v, const std::string& i, const std::string& bv,
+                    const std::string& bi) {
+    return fmt::format("({3} < 0 || {0} {4} {2} || ({0} == {2} && {1} {5} {3}))", v, i, bv, bi, cmp,
+                       tie);
+  };
+  const std::string red = w.fresh("red"), redi = w.fresh("redi");
+  *shared +=
+      fmt::format("  SHARED {} {}[ORCHID_BLOCK];\n  SHARED i64 {}[ORCHID_BLOCK];\n", T, red, redi);
+  const std::string bv = w.fresh("bv"), bi = w.fresh("bi");
+  w.line(fmt::format("{} {} = 0;", T, bv));
+  w.line(fmt::format("i64 {} = -1;", bi));
+  for (const auto& c : open_columns()) {
+    const std::string v = w.value(n.inputs[0], c);
+    const std::string i = fmt::format("(i64)({})", c[axis]);
+    w.open(fmt::format("if ({})", better(v, i, bv, bi)));
+    w.line(fmt::format("{} = {};", bv, v));
+    w.line(fmt::format("{} = {};", bi, i));
+    w.close();
+  }
+  w.clear_vector_lanes();
+  w.close();
+  w.line(fmt::format("{}[LOCAL_ID] = {};", red, bv));
+  w.line(fmt::format("{}[LOCAL_ID] = {};", redi, bi));
+  w.line("BARRIER();");
+  w.open("for (int s = ORCHID_BLOCK / 2; s > 0; s >>= 1)");
+  w.open(fmt::format("if (LOCAL_ID < s && {}[LOCAL_ID + s] >= 0 && {})", redi,
+                     better(red + "[LOCAL_ID + s]", redi + "[LOCAL_ID + s]", red + "[LOCAL_ID]",
+                            redi + "[LOCAL_ID]")));
+  w.line(fmt::format("{0}[LOCAL_ID] = {0}[LOCAL_ID + s];", red));
+  w.line(fmt::format("{0}[LOCAL_ID] = {0}[LOCAL_ID + s];", redi));
+  w.close();
+  w.line("BARRIER();");
+  w.close();
+  const std::string best = w.fresh("best");
+  w.line(fmt::format("const i64 {} = {}[0];", best, redi));
+  w.line("BARRIER();  // the shared arrays are reused by the next row");
+  return best;
+}
+
 std::int64_t write_row(KernelWriter& w, const StageSpec& s, std::string* shared) {
   const Graph& g = w.graph();
   std::vector<bool> reduced;
@@ -162,7 +219,17 @@ std::int64_t write_row(KernelWriter& w, const StageSpec& s, std::string* shared)
     }
     return c;
   };
+  std::size_t arg_axis = space.size();
+  for (std::size_t d = 0; d < space.size(); ++d) {
+    if (reduced[d]) arg_axis = d;
+  }
   for (const Node* n : s.roots) {
+    if (is_arg_reduce(*n)) {
+      const std::string best = write_arg_reduce(
+          w, *n, arg_axis, [&] { return open_columns(vector_for({n->inputs[0]})); }, shared);
+      w.bind(n->outputs[0], best, row_coords(n->outputs[0]));
+      continue;
+    }
     const DType dtype = g.tensor(n->outputs[0]).dtype;
     const std::string T = KernelWriter::c_type(dtype);
     const ReduceOp op = reduce_op(*n, dtype, cols);
@@ -554,7 +621,7 @@ std::string family_name(Family family) {
 Family anchor_family(const Node& node) {
   const std::string& op = node.op_type;
   if (op == "ReduceSum" || op == "ReduceMean" || op == "ReduceMax" || op == "ReduceMin" ||
-      op == "ReduceProd") {
+      op == "ReduceProd" || op == "ArgMax" || op == "ArgMin") {
     return Family::Row;
   }
   if (op == "MaxPool" || op == "AveragePool") return Family::Window;
@@ -566,6 +633,13 @@ Family anchor_family(const Node& node) {
 
 Shape row_space(const Graph& g, const Node& reduce, std::vector<bool>* reduced) {
   const Shape& in = g.tensor(reduce.inputs[0]).shape;
+  if (is_arg_reduce(reduce)) {  // one axis, an attribute
+    const auto rank = static_cast<std::int64_t>(in.size());
+    const std::int64_t axis = normalize_axis(reduce.attr_int("axis", 0), rank, reduce.describe());
+    reduced->assign(in.size(), false);
+    if (rank > 0) (*reduced)[static_cast<std::size_t>(axis)] = true;
+    return in;
+  }
   const Tensor* axes = nullptr;
   if (reduce.has_input(1)) {
     if (!g.is_constant(reduce.inputs[1])) {

@@ -180,9 +180,11 @@ Coords KernelWriter::normalized(const std::string& t, const Coords& coords) cons
     throw std::logic_error(fmt::format("device code: '{}' read with {} coordinates, rank {}", t,
                                        coords.size(), shape.size()));
   }
-  Coords c(coords.end() - static_cast<std::ptrdiff_t>(shape.size()), coords.end());
+  const std::size_t skip = coords.size() - shape.size();
+  Coords c;
+  c.reserve(shape.size());
   for (std::size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 1) c[d] = "0";
+    c.push_back(shape[d] == 1 ? std::string("0") : coords[skip + d]);
   }
   return c;
 }
@@ -408,6 +410,47 @@ std::string KernelWriter::layout_value(const Node& node, const Coords& c) {
     return value(x, ci);
   }
   if (op == "Resize") return resize_value(node, c);
+  if (op == "GatherND") {
+    // Output coords: batch axes, the index tuple's position, then data's trailing axes.
+    const auto b = static_cast<std::size_t>(node.attr_int("batch_dims", 0));
+    const Shape& ishape = g.tensor(node.inputs[1]).shape;
+    const std::size_t q = ishape.size();
+    const auto k = static_cast<std::size_t>(ishape.back());
+    Coords ci(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(b));
+    Coords ic(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(q - 1));
+    ic.emplace_back();
+    for (std::size_t a = 0; a < k; ++a) {
+      ic.back() = std::to_string(a);
+      const std::string raw = value(node.inputs[1], ic);
+      ci.push_back(
+          index_temp(fmt::format("({0})({1} < 0 ? {1} + {2} : {1})", index_type_, raw, in[b + a])));
+    }
+    for (std::size_t d = q - 1; d < c.size(); ++d) ci.push_back(c[d]);
+    return value(x, ci);
+  }
+  if (op == "CumSum") {
+    const Tensor& axis_value = constant_input(g, node, 1);
+    const auto axis = static_cast<std::size_t>(normalize_axis(
+        axis_value.get_as_int64(0), static_cast<std::int64_t>(in.size()), node.describe()));
+    const bool exclusive = node.attr_int("exclusive", 0) != 0;
+    const bool reverse = node.attr_int("reverse", 0) != 0;
+    const DType dtype = g.tensor(node.outputs[0]).dtype;
+    // The running sum up to (or from) this position, as a loop over the axis: one
+    // element's prefix per thread, so a scan costs O(n) per element.
+    const std::string at = c[axis];
+    const std::string after = fmt::format("{} + 1", at);
+    const std::string lo = reverse ? (exclusive ? after : at) : std::string("0");
+    const std::string hi = reverse ? std::to_string(in[axis]) : (exclusive ? at : after);
+    const std::string v = fresh("v");
+    line(fmt::format("{} {} = {};", c_type(dtype), v, literal(0, dtype)));
+    const std::string j = fresh("j");
+    open(fmt::format("for ({0} {1} = {2}; {1} < {3}; ++{1})", index_type_, j, lo, hi));
+    Coords ci = c;
+    ci[axis] = j;
+    line(fmt::format("{} += {};", v, value(x, ci)));
+    close();
+    return v;
+  }
   unsupported("{}: no device code for op type '{}'", node.describe(), op);
 }
 

@@ -172,6 +172,43 @@ TEST(CodegenReduction, LayerNormAndNonTrailingAxes) {
   check(b.finish({y, mean, over1, over02, prod}));
 }
 
+TEST(CodegenSelection, ArgMaxArgMinWithTies) {
+  GraphBuilder b;
+  const auto x = b.input("x", {5, 7, 3});
+  const auto am = b.node("ArgMax", {x}, {{"axis", std::int64_t{1}}, {"keepdims", std::int64_t{0}}});
+  // Coarse values: many ties, first and last index.
+  const auto coarse =
+      b.node("Floor", {b.node("Mul", {x, b.constant("two", Tensor::scalar_f32(2))})});
+  const auto first = b.node("ArgMax", {coarse}, {{"axis", std::int64_t{2}}});
+  const auto last = b.node("ArgMin", {coarse},
+                           {{"axis", std::int64_t{-1}}, {"select_last_index", std::int64_t{1}}});
+  const auto y = b.input("y", {3, 300});  // long rows, float4 lanes
+  const auto amin = b.node("ArgMin", {b.node("Neg", {y})}, {{"axis", std::int64_t{1}}});
+  const auto ids = b.input("ids", {4, 6}, DType::I64);  // integers
+  const auto imax = b.node("ArgMax", {ids}, {{"axis", std::int64_t{0}}});
+  const Graph g = b.finish({am, first, last, amin, imax});
+  check(g);
+}
+
+TEST(CodegenSelection, GatherNDAndCumSum) {
+  GraphBuilder b;
+  const auto x = b.input("x", {2, 4, 3, 5});
+  const auto i1 =
+      b.constant("i1", Tensor::from_vector<std::int64_t>({2, 2, 2}, {0, 1, -1, 2, 1, 0, 1, -3}));
+  const auto g1 = b.node("GatherND", {x, i1});  // [2, 2, 3, 5]: tuples of 2 into axes 0,1
+  const auto i2 =
+      b.constant("i2", Tensor::from_vector<std::int64_t>({2, 3, 1}, {3, 0, -2, 1, 1, 2}));
+  const auto g2 = b.node("GatherND", {x, i2}, {{"batch_dims", std::int64_t{1}}});  // [2, 3, 3, 5]
+  const auto ax = b.constant("ax", Tensor::from_int64s({1}));
+  const auto c1 = b.node("CumSum", {x, ax});
+  const auto c2 =
+      b.node("CumSum", {b.node("Exp", {x}), b.constant("ax2", Tensor::from_int64s({-1}))},
+             {{"exclusive", std::int64_t{1}}, {"reverse", std::int64_t{1}}});
+  const auto c3 = b.node("CumSum", {x, ax}, {{"reverse", std::int64_t{1}}});
+  const auto c4 = b.node("CumSum", {x, ax}, {{"exclusive", std::int64_t{1}}});
+  check(b.finish({g1, g2, c1, c2, c3, c4}));
+}
+
 TEST(CodegenWindow, PoolingPadsAndCeil) {
   GraphBuilder b;
   const auto x = b.input("x", {2, 3, 13, 11});

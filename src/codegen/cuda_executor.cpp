@@ -154,7 +154,7 @@ struct CudaExecutor::Impl {
     check(d.cuDeviceGet_p(&device, 0), "cuDeviceGet");
     check(d.cuDevicePrimaryCtxRetain_p(&context, device), "cuDevicePrimaryCtxRetain");
     check(d.cuCtxSetCurrent_p(context), "cuCtxSetCurrent");
-    const NvrtcResult compiled = nvrtc_compile(p.source, gpu.arch);
+    const NvrtcResult compiled = nvrtc_compile_cached(p.source, gpu.arch);
     if (!compiled.ok) fail("NVRTC: the generated source does not compile:\n{}", compiled.log);
     check(d.cuModuleLoadData_p(&module, compiled.cubin.data()), "cuModuleLoadData");
     for (const Launch& l : p.launches) {

@@ -265,9 +265,16 @@ bool KernelWriter::vector_friendly(const std::vector<std::string>& tensors) cons
     const auto it = env_.inline_producers.find(t);
     if (it == env_.inline_producers.end()) continue;  // read from memory
     const Node& n = *it->second;
-    const bool pointwise =
-        n.op_type == "Expand" || (has_elementwise_expr(n.op_type) && n.op_type != "Identity");
-    if (!pointwise) return false;
+    // Ops whose inputs' coordinates other than the innermost one never depend on the
+    // lane: pointwise ops, and layout ops that permute, drop or recompute coordinates
+    // from the output's (a read whose innermost coordinate is then not a lane variable
+    // falls back to scalar loads in vector_lane). Not Concat / Pad (per-lane branches),
+    // Gather* (an index read at the lane decides another axis), Resize, CumSum.
+    static const std::set<std::string> kLaneSafeLayout = {
+        "Expand", "Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Slice"};
+    const bool lane_safe = kLaneSafeLayout.count(n.op_type) != 0 ||
+                           (has_elementwise_expr(n.op_type) && n.op_type != "Identity");
+    if (!lane_safe) return false;
     for (const auto& in : n.inputs) todo.push_back(in);
   }
   return true;

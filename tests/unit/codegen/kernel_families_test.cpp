@@ -111,7 +111,7 @@ TEST(CodegenVector, MapStagesUseFloat4WhereTheInnermostAxisAllows) {
   const auto z = b.node("Sigmoid", {b.input("q", {1, 4})});  // a single vector
   const auto u = b.node("Neg", {b.input("o", {5, 6})});      // 6: not a multiple of 4
   const auto t = b.node("Transpose", {b.input("p", {2, 4, 8})},
-                        {{"perm", std::vector<std::int64_t>{0, 2, 1}}});  // not elementwise
+                        {{"perm", std::vector<std::int64_t>{0, 2, 1}}});  // the lane axis moves
   const auto e = b.input("e", {2, 12});
   const auto k = b.node("Where", {b.node("Greater", {e, b.constant("h", Tensor::scalar_f32(0))}), e,
                                   b.constant("f", Tensor::scalar_f32(-2))});  // a bool inline
@@ -120,8 +120,36 @@ TEST(CodegenVector, MapStagesUseFloat4WhereTheInnermostAxisAllows) {
   EXPECT_EQ(widths.at("Relu"), 4);
   EXPECT_EQ(widths.at("Sigmoid"), 4);
   EXPECT_EQ(widths.at("Neg"), 1);
-  EXPECT_EQ(widths.at("Transpose"), 1);
+  EXPECT_EQ(widths.at("Transpose"), 4);  // float4 stores, scalar loads (the lane axis moved)
   EXPECT_EQ(widths.at("Where"), 4);
+  check(g);
+}
+
+TEST(CodegenVector, LayoutOpsKeepLanesWhereTheInnermostCoordinatePassesThrough) {
+  GraphBuilder b;
+  const auto x = b.input("x", {2, 3, 4, 8});
+  // Heads split and merged as in attention: transposes of outer axes keep the lanes.
+  const auto t = b.node("Transpose", {x}, {{"perm", std::vector<std::int64_t>{0, 2, 1, 3}}});
+  const auto y = b.node("Relu", {b.node("Add", {t, b.random_constant("bias", {8})})});
+  // The innermost axis moves: lanes read scalars.
+  const auto m = b.node("Transpose", {x}, {{"perm", std::vector<std::int64_t>{0, 1, 3, 2}}});
+  const auto mz = b.node("Neg", {m});
+  // A reshape that only adds a size-1 axis, one that regroups, slices of outer and inner axes.
+  const auto u =
+      b.node("Sigmoid", {b.node("Unsqueeze", {x, b.constant("ax", Tensor::from_int64s({2}))})});
+  const auto r =
+      b.node("Exp", {b.node("Reshape", {x, b.constant("sh", Tensor::from_int64s({12, 16}))})});
+  const auto s1 = b.node("Slice", {x, b.constant("st", Tensor::from_int64s({1})),
+                                   b.constant("en", Tensor::from_int64s({3})),
+                                   b.constant("sa", Tensor::from_int64s({1}))});
+  const auto s2 = b.node("Slice", {x, b.constant("st2", Tensor::from_int64s({2})),
+                                   b.constant("en2", Tensor::from_int64s({6})),
+                                   b.constant("sa2", Tensor::from_int64s({3}))});
+  const Graph g = b.finish({y, mz, u, r, b.node("Abs", {s1}), b.node("Abs", {s2})});
+  const auto widths = vector_widths(g);
+  EXPECT_EQ(widths.at("Relu"), 4);
+  EXPECT_EQ(widths.at("Sigmoid"), 4);
+  EXPECT_EQ(widths.at("Exp"), 4);
   check(g);
 }
 

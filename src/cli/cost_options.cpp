@@ -100,8 +100,10 @@ std::unique_ptr<CostModel> make_cost_model(const DeviceSpec& device,
     return std::make_unique<MeasuredCostModel>(device, mo);
   }
   if (device.kind != "cpu") {
-    fail("--profile times kernels on this machine's CPU: use --device cpu (device '{}' is a {})",
-         device.name, device.kind);
+    fail(
+        "--profile times kernels on this machine's CPU: use --device cpu (device '{}' is a {}; "
+        "`orchid run MODEL --device cuda --profile` times them on an NVIDIA GPU)",
+        device.name, device.kind);
   }
   MeasuredCostOptions mo;
   mo.db_path =

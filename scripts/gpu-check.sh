@@ -2,17 +2,25 @@
 # The GPU check, for a machine with an NVIDIA GPU (and the CUDA toolkit for NVRTC):
 #   1. builds orchid (Release, build-gpu/);
 #   2. for every static zoo model, runs its optimal, greedy-fusion and operator-level plans
-#      as generated CUDA (`orchid run --device cuda`: NVRTC, one arena, CUDA graph), each
-#      timed as the median of 100 graph replays measured with CUDA events after a warm-up,
-#      and checks every output against the reference interpreter (|a - b| <= 1e-4 +
-#      1e-3 |b|, the tolerance of the OpenCL tests);
-#   3. where installed, times PyTorch eager, torch.compile and ONNX Runtime's CUDA provider
-#      on the same models (bench/gpu_peers.py);
+#      as generated CUDA (`orchid run --device cuda`: NVRTC, one arena, CUDA graph), and
+#      the optimal plan once more with its linear stages on cuBLASLt/cuDNN
+#      (`--linear-backend vendor`, column orchid-optimal-vendor), each timed as the median
+#      of 100 graph replays measured with CUDA events after a warm-up, and checks every
+#      output against the reference interpreter (|a - b| <= 1e-4 + 1e-3 |b|, the
+#      tolerance of the OpenCL tests);
+#   2b. times tiny_mlp's candidate kernels on the GPU once (`--device cuda --profile`,
+#      the CUDA kernel timer behind the profile database);
+#   3. where installed (and time is left: orchid's runs come first), times PyTorch eager,
+#      torch.compile and ONNX Runtime's CUDA provider on the same models
+#      (bench/gpu_peers.py);
 #   4. prints one table and writes it to bench/results/gpu_check.csv and gpu_check.md,
 #      with the geometric means the issue's targets name (optimal vs greedy-fusion,
 #      optimal vs torch.compile).
 # Stays within ORCHID_GPU_CHECK_BUDGET_S seconds (default 480): what does not fit is
 # recorded as skipped. Usage: bash scripts/gpu-check.sh [model ...]
+# Exit status: 0 when every orchid run matched the reference; 1 when one failed or was
+# wrong (listed as FAILED at the end); 4 when all that ran matched but the budget cut
+# some runs (INCOMPLETE); 2 without a GPU; 3 when the build or a prerequisite is missing.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -27,11 +35,23 @@ if ! command -v nvidia-smi > /dev/null || ! nvidia-smi -L > /dev/null 2>&1; then
 fi
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 echo "gpu-check: $gpu"
+if ! "$python" -c 'import numpy' > /dev/null 2>&1; then
+  echo "gpu-check: FAILED: $python has no numpy (needed to compare outputs)" >&2
+  exit 3
+fi
 
+launcher=()
+command -v ccache > /dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DORCHID_BUILD_TESTS=OFF \
-  > /tmp/orchid-gpu-check-cmake.log 2>&1 || { tail -20 /tmp/orchid-gpu-check-cmake.log; exit 1; }
+  "${launcher[@]}" > /tmp/orchid-gpu-check-cmake.log 2>&1 ||
+  { tail -20 /tmp/orchid-gpu-check-cmake.log; echo "gpu-check: FAILED: cmake" >&2; exit 3; }
+if ! grep -q "CUDA backend with NVRTC" /tmp/orchid-gpu-check-cmake.log; then
+  grep -i cuda /tmp/orchid-gpu-check-cmake.log >&2
+  echo "gpu-check: FAILED: the CUDA toolkit was not found (orchid would build without --device cuda)" >&2
+  exit 3
+fi
 ninja -C build-gpu orchid > /tmp/orchid-gpu-check-build.log 2>&1 ||
-  { tail -30 /tmp/orchid-gpu-check-build.log; exit 1; }
+  { tail -30 /tmp/orchid-gpu-check-build.log; echo "gpu-check: FAILED: build" >&2; exit 3; }
 orchid=build-gpu/orchid
 echo "gpu-check: built in $(( $(date +%s) - start )) s"
 
@@ -54,38 +74,77 @@ record() {  # model engine median_ms ok note
 for m in "${models[@]}"; do
   onnx=models/$m.onnx
   if [ "$(left)" -lt 20 ]; then
-    record "$m" optimal null null "skipped: time budget"
+    record "$m" orchid-optimal null null "skipped: time budget"
     continue
   fi
   mkdir -p "$work/$m"
   # The reference: interpreter outputs for the same seed-0 inputs `run --device` uses.
-  if ! timeout $(( $(left) > 120 ? 120 : $(left) )) "$orchid" run "$onnx" \
-      --save-outputs "$work/$m/ref" > "$work/$m/ref.log" 2>&1; then
-    record "$m" optimal null null "reference: $(tail -1 "$work/$m/ref.log")"
+  timeout $(( $(left) > 120 ? 120 : $(left) )) "$orchid" run "$onnx" \
+    --save-outputs "$work/$m/ref" > "$work/$m/ref.log" 2>&1
+  rc=$?
+  if [ $rc -eq 124 ]; then
+    record "$m" orchid-optimal null null "skipped: the reference interpreter ran out of time"
+    continue
+  elif [ $rc -ne 0 ]; then
+    record "$m" orchid-optimal null false "reference: $(tail -1 "$work/$m/ref.log")"
     continue
   fi
-  for kind in optimal greedy-fusion operator-level; do
-    if [ "$(left)" -lt 15 ]; then record "$m" "$kind" null null "skipped: time budget"; continue; fi
-    log="$work/$m/$kind.log"
+  for column in optimal greedy-fusion operator-level optimal-vendor; do
+    kind=${column%-vendor}
+    backend=generated
+    [ "$column" != "$kind" ] && backend=vendor
+    if [ "$(left)" -lt 15 ]; then
+      record "$m" "orchid-$column" null null "skipped: time budget"
+      continue
+    fi
+    log="$work/$m/$column.log"
     if timeout $(( $(left) > 150 ? 150 : $(left) )) "$orchid" run "$onnx" --device cuda \
-        --plan-kind "$kind" --repeat 100 --save-outputs "$work/$m/$kind" > "$log" 2>&1; then
+        --plan-kind "$kind" --linear-backend "$backend" --repeat 100 \
+        --save-outputs "$work/$m/$column" > "$log" 2>&1; then
       ms=$(sed -n 's/^time *\([0-9.]*\) ms median.*/\1/p' "$log")
-      ok=$("$python" - "$work/$m/ref" "$work/$m/$kind" <<'PY'
+      ok=$("$python" - "$work/$m/ref" "$work/$m/$column" <<'PY'
 import sys, pathlib
 import numpy as np
 ref, got = map(pathlib.Path, sys.argv[1:3])
-ok = True
-for r in sorted(ref.glob("*.npy")):
+refs = sorted(ref.glob("*.npy"))
+ok = bool(refs)
+for r in refs:
+    if not (got / r.name).exists():
+        ok = False
+        continue
     a, b = np.load(got / r.name).astype(np.float64), np.load(r).astype(np.float64)
     ok = ok and a.shape == b.shape and bool(np.all(np.abs(a - b) <= 1e-4 + 1e-3 * np.abs(b)))
 print("true" if ok else "false")
 PY
 )
-      record "$m" "orchid-$kind" "${ms:-null}" "${ok:-false}" ""
+      # The vendor column names how many linear stages the libraries took.
+      note=$(grep -o 'linear backend vendor: [^;]*' "$log" | head -1)
+      record "$m" "orchid-$column" "${ms:-null}" "${ok:-false}" "$note"
     else
-      record "$m" "orchid-$kind" null false "$(grep -m1 'error' "$log" || tail -1 "$log")"
+      record "$m" "orchid-$column" null false "$(grep -m1 'error' "$log" || tail -1 "$log")"
     fi
   done
+done
+
+# Measured GPU costs: candidate kernels of one small model timed on the GPU with CUDA
+# events into a fresh profile database, and the plan orchestrated with them.
+if [ "$(left)" -ge 30 ]; then
+  log="$work/profile.log"
+  if timeout $(( $(left) > 120 ? 120 : $(left) )) "$orchid" run models/tiny_mlp.onnx \
+      --device cuda --profile --profile-db "$work/profile-db.json" > "$log" 2>&1 &&
+      grep -q "timed" "$log"; then
+    record tiny_mlp orchid-profile null true "$(grep -m1 '^profile .*distinct kernels' "$log")"
+  else
+    record tiny_mlp orchid-profile null false "$(grep -m1 'error' "$log" || tail -1 "$log")"
+  fi
+else
+  record tiny_mlp orchid-profile null null "skipped: time budget"
+fi
+
+# The peers last: orchid's correctness comes first when the budget is short.
+for m in "${models[@]}"; do
+  [ -d "$work/$m/ref" ] || continue
+  onnx=models/$m.onnx
   "$orchid" materialize "$onnx" "$work/$m/full.onnx" > /dev/null 2>&1
   for engine in eager compile ort; do
     if [ "$(left)" -lt 15 ]; then record "$m" "$engine" null null "skipped: time budget"; continue; fi
@@ -103,7 +162,8 @@ mkdir -p bench/results
 import json, math, sys, datetime, os
 rows = [json.loads(l) for l in open(sys.argv[1])]
 gpu = sys.argv[2]
-engines = ["orchid-optimal", "orchid-greedy-fusion", "orchid-operator-level", "eager", "compile", "ort"]
+engines = ["orchid-optimal", "orchid-greedy-fusion", "orchid-operator-level",
+           "orchid-optimal-vendor", "eager", "compile", "ort"]
 models = list(dict.fromkeys(r["model"] for r in rows))
 cell = {(r["model"], r["engine"]): r for r in rows}
 def fmt(r):
@@ -124,12 +184,19 @@ def geomean(a, b):
     rs = [cell[(m, b)]["median_ms"] / cell[(m, a)]["median_ms"] for m in models
           if cell.get((m, a), {}).get("median_ms") and cell.get((m, b), {}).get("median_ms")]
     return (math.exp(sum(map(math.log, rs)) / len(rs)), len(rs)) if rs else (None, 0)
-correct = sum(1 for r in rows if r["engine"].startswith("orchid-") and r["ok"] is True)
-total = sum(1 for r in rows if r["engine"].startswith("orchid-"))
+plans = [r for r in rows if r["engine"].startswith("orchid-") and r["engine"] != "orchid-profile"]
+correct = sum(1 for r in plans if r["ok"] is True)
+total = len(plans)
 summary = [f"GPU: {gpu}; {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
            f"orchid plans matching the reference: {correct}/{total}"]
+for r in rows:
+    if r["engine"] == "orchid-profile":
+        summary.append(f'--device cuda --profile on {r["model"]}: '
+                       + ("ok" if r["ok"] else "FAILED" if r["ok"] is False else "not run")
+                       + (f' ({r["note"]})' if r["note"] else ""))
 for a, b, target in [("orchid-optimal", "orchid-greedy-fusion", 1.3), ("orchid-optimal", "compile", 1.2),
-                     ("orchid-optimal", "eager", None), ("orchid-optimal", "ort", None)]:
+                     ("orchid-optimal", "eager", None), ("orchid-optimal", "ort", None),
+                     ("orchid-optimal-vendor", "orchid-optimal", None)]:
     g, n = geomean(a, b)
     if g is not None:
         summary.append(f"geomean speedup of {a} over {b}: {g:.3f}x over {n} models"
@@ -143,3 +210,21 @@ open("bench/results/gpu_check.csv.tmp", "w").write("\n".join(csv) + "\n")
 os.replace("bench/results/gpu_check.csv.tmp", "bench/results/gpu_check.csv")
 PY
 echo "gpu-check: $(( $(date +%s) - start )) s; rows in $rows"
+# Loud verdict: any orchid run that failed or disagreed with the reference fails the check.
+"$python" - "$rows" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+mine = [r for r in rows if r["engine"].startswith("orchid-")]
+bad = [r for r in mine if r["ok"] is False]
+cut = [r for r in mine if r["ok"] is None]
+for r in bad:
+    print(f'gpu-check: FAILED: {r["model"]} {r["engine"]}: {r["note"] or "outputs differ from the reference"}',
+          file=sys.stderr)
+for r in cut:
+    print(f'gpu-check: INCOMPLETE: {r["model"]} {r["engine"]}: {r["note"]}', file=sys.stderr)
+if bad:
+    sys.exit(1)
+if cut:
+    sys.exit(4)
+print(f"gpu-check: PASSED: {len(mine)} orchid runs matched the reference")
+PY

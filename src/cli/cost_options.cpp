@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "cost/device_spec_toml.hpp"
+#include "profile/cuda_kernel_timer.hpp"
 #include "profile/profile_db.hpp"
 #include "util/atomic_file.hpp"
 #include "util/error.hpp"
@@ -85,9 +86,24 @@ std::unique_ptr<CostModel> make_cost_model(const DeviceSpec& device,
     if (!options.calibrate_out.empty()) fail("--calibrate-out needs --profile");
     return make_analytic_cost_model(device);
   }
+  if (options.cuda) {
+    // Kernels timed as generated CUDA on the present GPU (profile/cuda_kernel_timer).
+    const std::string gpu = require_cuda_timer("--profile");
+    MeasuredCostOptions mo;
+    mo.db_path =
+        options.profile_db.empty() ? default_profile_db_path(device.name) : options.profile_db;
+    mo.device_timer = [](const KernelView& k, const KernelTimerOptions& t) {
+      return time_kernel_cuda(k, t);
+    };
+    mo.device_timer_version = kCudaKernelTimerVersion;
+    fmt::print(stderr, "profile      timing kernels on {} (generated CUDA, CUDA events)\n", gpu);
+    return std::make_unique<MeasuredCostModel>(device, mo);
+  }
   if (device.kind != "cpu") {
-    fail("--profile times kernels on this machine's CPU: use --device cpu (device '{}' is a {})",
-         device.name, device.kind);
+    fail(
+        "--profile times kernels on this machine's CPU: use --device cpu (device '{}' is a {}; "
+        "`orchid run MODEL --device cuda --profile` times them on an NVIDIA GPU)",
+        device.name, device.kind);
   }
   MeasuredCostOptions mo;
   mo.db_path =

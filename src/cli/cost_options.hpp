@@ -18,12 +18,13 @@ struct CostCliOptions {
   bool profile = false;       // --profile: measured costs
   std::string profile_db;     // --profile-db PATH ("" = default_profile_db_path)
   std::string calibrate_out;  // --calibrate-out PATH: calibrated device TOML
+  bool cuda = false;          // with --profile: time kernels on the NVIDIA GPU (--device cuda)
 };
 // --profile, --profile-db; --calibrate-out too when `calibrate` is set.
 void add_cost_options(CLI::App& command, CostCliOptions& options, bool calibrate);
 
-// The cost model the options ask for on `device`: analytic, or measured (which needs a
-// cpu device; a clear error otherwise).
+// The cost model the options ask for on `device`: analytic, or measured (on this CPU for
+// a cpu device; on the present NVIDIA GPU with `cuda`; a clear error otherwise).
 std::unique_ptr<CostModel> make_cost_model(const DeviceSpec& device, const CostCliOptions& options);
 
 // Prints the measured-cost report (counts, wall time, rank correlation before and after

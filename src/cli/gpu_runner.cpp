@@ -7,6 +7,7 @@
 #include "codegen/cuda_backend.hpp"
 #include "codegen/opencl_executor.hpp"
 #include "codegen/plan_codegen.hpp"
+#include "codegen/vendor_linear.hpp"
 #include "util/error.hpp"
 
 namespace orchid::cli {
@@ -39,11 +40,19 @@ struct GpuPlanRunner::Impl {
 };
 
 GpuPlanRunner::GpuPlanRunner(const std::string& device, const Graph& primitives, const Plan& plan,
-                             const std::map<std::string, std::string>& alternatives)
+                             const std::map<std::string, std::string>& alternatives,
+                             const std::string& linear_backend)
     : impl_(std::make_unique<Impl>()) {
   impl_->device = device;
   const codegen::Target target = device == "cuda" ? codegen::Target::Cuda : codegen::Target::OpenCL;
-  impl_->program = codegen::generate_device_program(primitives, plan, alternatives, target);
+  codegen::CodegenOptions options;
+  options.linear_backend = codegen::parse_linear_backend(linear_backend);
+  if (target != codegen::Target::Cuda &&
+      options.linear_backend != codegen::LinearBackend::Generated) {
+    fail("--linear-backend {}: cuBLASLt/cuDNN run on --device cuda only", linear_backend);
+  }
+  impl_->program =
+      codegen::generate_device_program(primitives, plan, alternatives, target, options);
   if (target == codegen::Target::Cuda) {
     impl_->cuda = std::make_unique<codegen::CudaExecutor>(impl_->program);
   } else {
@@ -96,8 +105,13 @@ std::string GpuPlanRunner::summary() const {
   for (const auto& [f, n] : families)
     hist += fmt::format("{}{} {}", hist.empty() ? "" : ", ", f, n);
   const std::string name = impl_->cuda ? impl_->cuda->device_name() : impl_->opencl->device_name();
-  return fmt::format("{} on {}: {} plan kernels as {} device kernels ({})", impl_->device, name,
-                     impl_->program.plan_kernels, impl_->program.launches.size(), hist);
+  int vector = 0;
+  for (const auto& l : impl_->program.launches) vector += l.vector_width > 1 ? 1 : 0;
+  std::string out = fmt::format(
+      "{} on {}: {} plan kernels as {} device kernels ({}; {} with float4 access)", impl_->device,
+      name, impl_->program.plan_kernels, impl_->program.launches.size(), hist, vector);
+  if (impl_->cuda) out += "; " + impl_->cuda->linear_summary();
+  return out;
 }
 
 }  // namespace orchid::cli

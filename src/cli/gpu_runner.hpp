@@ -22,8 +22,11 @@ std::string gpu_device_model(const std::string& device, const std::string& reque
 
 class GpuPlanRunner {
  public:
+  // `linear_backend`: generated, vendor or auto (cuBLASLt/cuDNN for linear stages; cuda
+  // only, see codegen/vendor_linear.hpp).
   GpuPlanRunner(const std::string& device, const Graph& primitives, const Plan& plan,
-                const std::map<std::string, std::string>& alternatives);
+                const std::map<std::string, std::string>& alternatives,
+                const std::string& linear_backend = "generated");
   ~GpuPlanRunner();
   void execute(const TensorMap& inputs);
   // One timed run in milliseconds: wall clock (OpenCL) or a CUDA-event timed graph replay.

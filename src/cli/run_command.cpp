@@ -49,6 +49,7 @@ struct RunOptions {
   CostCliOptions cost;                // with --device: --profile, --profile-db
   DistributedRunOptions distributed;  // --mapping: run a mapping plan across MPI ranks
   int kernel_times = 0;               // with a plan: list this many slowest kernels
+  std::string linear_backend = "generated";  // with --device cuda: generated, vendor, auto
 };
 
 }  // namespace
@@ -131,11 +132,14 @@ void run(const RunOptions& options) {
   if (!options.device.empty() && options.device != "cpu" && !gpu) {
     fail("--device: 'cpu', 'opencl' or 'cuda' can execute plans, got '{}'", options.device);
   }
-  if (gpu && options.cost.profile) {
-    fail("--profile measures kernels on the CPU; it does not combine with --device {}",
-         options.device);
+  if (options.device == "opencl" && options.cost.profile) {
+    fail("--profile times kernels on the CPU (--device cpu) or on an NVIDIA GPU (--device cuda), "
+         "not through OpenCL");
   }
   if (!options.device_model.empty() && !gpu) fail("--device-model goes with --device opencl|cuda");
+  if (options.linear_backend != "generated" && options.device != "cuda") {
+    fail("--linear-backend goes with --device cuda (cuBLASLt/cuDNN)");
+  }
   if (options.device.empty() && (options.cost.profile || !options.cost.profile_db.empty())) {
     fail("--profile and --profile-db go with --device cpu (orchestrate with measured costs)");
   }
@@ -162,9 +166,11 @@ void run(const RunOptions& options) {
     } else {
       const std::string spec =
           gpu ? gpu_device_model(options.device, options.device_model) : std::string("cpu");
-      const auto cost_model = make_cost_model(load_device_spec(spec, config_roots()), options.cost);
+      CostCliOptions cost = options.cost;
+      cost.cuda = options.device == "cuda";  // --profile times on the GPU
+      const auto cost_model = make_cost_model(load_device_spec(spec, config_roots()), cost);
       Orchestration o = orchestrate(g, *cost_model, OrchestrateOptions{});
-      report_measured_costs(*cost_model, options.cost, options.model.model);
+      report_measured_costs(*cost_model, cost, options.model.model);
       plan = plan_of_kind(o, options.plan_kind);
       fission_result = std::move(o.fission);
       engine = fmt::format("plan executor, {} plan for {} ({} kernels, {} {:.2f} ms)", plan.kind,
@@ -172,7 +178,8 @@ void run(const RunOptions& options) {
                            options.cost.profile ? "measured" : "predicted", plan.total_us / 1e3);
     }
     if (gpu) {
-      GpuPlanRunner runner(options.device, fission_result.graph, plan, fission_result.alternatives);
+      GpuPlanRunner runner(options.device, fission_result.graph, plan, fission_result.alternatives,
+                           options.linear_backend);
       runner.execute(feed);  // warm-up
       for (int r = 0; r < options.repeat; ++r) times.push_back(runner.timed_run(feed));
       outputs = runner.outputs();
@@ -290,6 +297,11 @@ Action add_run_command(CLI::App& app) {
   add_plan_kind_option(*cmd, options->plan_kind,
                        "With --device: which plan to execute (optimal, operator-level, "
                        "per-primitive, greedy-fusion)");
+  cmd->add_option("--linear-backend", options->linear_backend,
+                  "With --device cuda: MatMul/Conv stages as generated kernels (generated), as "
+                  "cuBLASLt/cuDNN calls where one computes the stage (vendor), or the faster "
+                  "of the two per stage, timed on the GPU (auto)")
+      ->check(CLI::IsMember({"generated", "vendor", "auto"}));
   add_cost_options(*cmd, options->cost, false);
   add_distributed_run_options(*cmd, options->distributed);
   return [options] { run(*options); };

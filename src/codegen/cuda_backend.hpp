@@ -26,6 +26,10 @@ struct NvrtcResult {
 // Compiles `source` for sm_<arch> (80, 90, ...) to a cubin. An orchid::Error when orchid
 // was built without CUDA.
 NvrtcResult nvrtc_compile(const std::string& source, int arch);
+// nvrtc_compile through a cubin cache ($XDG_CACHE_HOME/orchid/nvrtc or ~/.cache/orchid/
+// nvrtc), keyed by the source, the architecture and NVRTC's version: a plan compiled once
+// (by `run`, the CUDA kernel timer or the check script) is not compiled again.
+NvrtcResult nvrtc_compile_cached(const std::string& source, int arch);
 
 struct CudaGpu {
   std::string name;  // e.g. "NVIDIA H200"
@@ -56,6 +60,8 @@ class CudaExecutor {
   // execute() launch by launch: microseconds per plan kernel (CUDA events).
   std::vector<double> execute_timed(const TensorMap& inputs);
   std::string device_name() const;
+  // "linear backend auto: 12 cuBLASLt, 3 cuDNN, 5 generated".
+  std::string linear_summary() const;
 
  private:
   struct Impl;

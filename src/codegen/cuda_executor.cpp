@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "codegen/cuda_backend.hpp"
+#include "codegen/cuda_vendor.hpp"
 #include "util/error.hpp"
 
 namespace orchid::codegen {
@@ -42,6 +43,7 @@ struct Driver {
   X(cuMemcpyHtoD) \
   X(cuMemcpyHtoDAsync) \
   X(cuMemcpyDtoH) \
+  X(cuMemsetD8) \
   X(cuStreamCreate) \
   X(cuStreamDestroy) \
   X(cuStreamSynchronize) \
@@ -138,6 +140,10 @@ struct CudaExecutor::Impl {
   CUgraphExec exec = nullptr;
   CUevent start = nullptr, stop = nullptr;
   std::vector<char> staging;
+  // Per launch: the library call that replaces the generated kernel, when one does.
+  std::vector<std::unique_ptr<VendorOp>> vendor_ops;
+  std::vector<CUdeviceptr> vendor_memory;
+  std::string linear_note;  // why some linear stages stayed generated
 
   explicit Impl(const DeviceProgram& p) : program(p) {
     if (p.target != Target::Cuda) fail("CUDA: the program was generated for OpenCL");
@@ -148,7 +154,7 @@ struct CudaExecutor::Impl {
     check(d.cuDeviceGet_p(&device, 0), "cuDeviceGet");
     check(d.cuDevicePrimaryCtxRetain_p(&context, device), "cuDevicePrimaryCtxRetain");
     check(d.cuCtxSetCurrent_p(context), "cuCtxSetCurrent");
-    const NvrtcResult compiled = nvrtc_compile(p.source, gpu.arch);
+    const NvrtcResult compiled = nvrtc_compile_cached(p.source, gpu.arch);
     if (!compiled.ok) fail("NVRTC: the generated source does not compile:\n{}", compiled.log);
     check(d.cuModuleLoadData_p(&module, compiled.cubin.data()), "cuModuleLoadData");
     for (const Launch& l : p.launches) {
@@ -171,6 +177,7 @@ struct CudaExecutor::Impl {
     check(d.cuStreamCreate_p(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
     check(d.cuEventCreate_p(&start, CU_EVENT_DEFAULT), "cuEventCreate");
     check(d.cuEventCreate_p(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
+    choose_linear_backends();
     // The launch sequence, captured once.
     check(d.cuStreamBeginCapture_p(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), "cuStreamBeginCapture");
     for (std::size_t i = 0; i < functions.size(); ++i) launch(i);
@@ -185,7 +192,77 @@ struct CudaExecutor::Impl {
     return ptr;
   }
 
+  // Milliseconds of one run of launch i (median of 9, after one warm-up).
+  double time_launch(std::size_t i) {
+    std::vector<float> ms;
+    launch(i);
+    for (int r = 0; r < 9; ++r) {
+      check(d.cuEventRecord_p(start, stream), "cuEventRecord");
+      launch(i);
+      check(d.cuEventRecord_p(stop, stream), "cuEventRecord");
+      check(d.cuEventSynchronize_p(stop), "cuEventSynchronize");
+      float t = 0;
+      check(d.cuEventElapsedTime_p(&t, start, stop), "cuEventElapsedTime");
+      ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+  }
+
+  // --linear-backend: vendor replaces every linear stage that maps to cuBLASLt/cuDNN
+  // (an error when the library is missing); auto keeps the faster of the two per stage,
+  // timed here on the GPU, and stays generated where a library is missing or would only
+  // approximate the model (cuBLASLt's tanh GELU).
+  void choose_linear_backends() {
+    const LinearBackend backend = program.linear_backend;
+    vendor_ops.resize(program.launches.size());
+    if (backend == LinearBackend::Generated) return;
+    VendorMemory memory;
+    memory.alloc = [this](std::size_t bytes) {
+      vendor_memory.push_back(alloc(static_cast<std::int64_t>(bytes)));
+      return vendor_memory.back();
+    };
+    memory.upload = [this](CUdeviceptr dst, const void* src, std::size_t bytes) {
+      check(d.cuMemcpyHtoD_p(dst, src, bytes), "uploading a vendor bias");
+    };
+    // Auto times on whatever the buffers hold: zeros, not uninitialised memory.
+    const std::pair<CUdeviceptr, std::int64_t> buffers[] = {{arena, program.arena_bytes},
+                                                            {scratch, program.scratch_bytes},
+                                                            {inputs, program.inputs_bytes}};
+    for (const auto& [m, bytes] : buffers) {
+      check(d.cuMemsetD8_p(m, 0, static_cast<std::size_t>(std::max<std::int64_t>(bytes, 256))),
+            "cuMemsetD8");
+    }
+    for (std::size_t i = 0; i < program.launches.size(); ++i) {
+      const Launch& l = program.launches[i];
+      if (l.vendor < 0) continue;
+      const VendorCall& call = *program.vendor_calls.at(static_cast<std::size_t>(l.vendor));
+      if (backend == LinearBackend::Auto && call.approximate()) continue;
+      std::string why;
+      std::unique_ptr<VendorOp> op = make_vendor_op(call, memory, &why);
+      if (!op) {
+        if (backend == LinearBackend::Vendor) {
+          fail("--linear-backend vendor: {} needs {}", call.describe(), why);
+        }
+        linear_note = why;
+        continue;
+      }
+      vendor_ops[i] = std::move(op);
+      if (backend == LinearBackend::Auto) {
+        std::unique_ptr<VendorOp> keep = std::move(vendor_ops[i]);
+        const double generated_ms = time_launch(i);
+        vendor_ops[i] = std::move(keep);
+        const double vendor_ms = time_launch(i);
+        if (vendor_ms >= generated_ms) vendor_ops[i].reset();
+      }
+    }
+  }
+
   void launch(std::size_t i) {
+    if (vendor_ops[i]) {
+      vendor_ops[i]->enqueue({arena, scratch, weights, inputs}, stream);
+      return;
+    }
     void* args[] = {&arena, &weights, &scratch, &inputs};
     check(d.cuLaunchKernel_p(functions[i], static_cast<unsigned>(program.launches[i].groups), 1, 1,
                              256, 1, 1, 0, stream, args, nullptr),
@@ -209,6 +286,8 @@ struct CudaExecutor::Impl {
   }
 
   ~Impl() {
+    vendor_ops.clear();
+    for (CUdeviceptr m : vendor_memory) d.cuMemFree_p(m);
     if (exec) d.cuGraphExecDestroy_p(exec);
     if (graph) d.cuGraphDestroy_p(graph);
     if (start) d.cuEventDestroy_p(start);
@@ -282,6 +361,27 @@ TensorMap CudaExecutor::outputs() const {
 
 std::string CudaExecutor::device_name() const {
   return impl_->gpu.name;
+}
+
+std::string CudaExecutor::linear_summary() const {
+  const Impl& m = *impl_;
+  int lt = 0, dnn = 0, generated = 0;
+  for (std::size_t i = 0; i < m.program.launches.size(); ++i) {
+    const Launch& l = m.program.launches[i];
+    if (l.family != "matmul" && l.family != "conv") continue;
+    if (!m.vendor_ops[i]) {
+      ++generated;
+    } else if (m.program.vendor_calls[static_cast<std::size_t>(l.vendor)]->kind ==
+               VendorCall::Kind::Gemm) {
+      ++lt;
+    } else {
+      ++dnn;
+    }
+  }
+  std::string out = fmt::format("linear backend {}: {} cuBLASLt, {} cuDNN, {} generated",
+                                linear_backend_name(m.program.linear_backend), lt, dnn, generated);
+  if (!m.linear_note.empty()) out += fmt::format(" (vendor libraries: {})", m.linear_note);
+  return out;
 }
 
 }  // namespace orchid::codegen

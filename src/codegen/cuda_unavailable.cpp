@@ -17,6 +17,9 @@ bool cuda_built() {
 NvrtcResult nvrtc_compile(const std::string&, int) {
   unsupported("{}", kWhy);
 }
+NvrtcResult nvrtc_compile_cached(const std::string&, int) {
+  unsupported("{}", kWhy);
+}
 
 std::optional<CudaGpu> detect_cuda_gpu(std::string* why) {
   if (why) *why = kWhy;
@@ -40,6 +43,9 @@ std::vector<double> CudaExecutor::execute_timed(const TensorMap&) {
   return {};
 }
 std::string CudaExecutor::device_name() const {
+  return {};
+}
+std::string CudaExecutor::linear_summary() const {
   return {};
 }
 

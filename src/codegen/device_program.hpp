@@ -41,7 +41,15 @@ struct Launch {
   std::int64_t groups = 1;
   std::size_t plan_kernel = 0;  // the plan kernel it is part of
   std::string ops;              // the primitives it computes, e.g. "MatMul+Add+Relu"
+  int vector_width = 1;         // 4: float4 loads/stores along the innermost axis
+  int vendor = -1;  // index in DeviceProgram::vendor_calls when a library can run it instead
+  std::string vendor_refusal;  // else, for linear stages on CUDA: why no library call fits
 };
+
+// Linear stages on the CUDA target: the generated tiled kernels, cuBLASLt/cuDNN calls
+// where a stage maps to one, or per stage the faster of the two (timed on the GPU).
+enum class LinearBackend { Generated, Vendor, Auto };
+struct VendorCall;  // vendor_linear.hpp
 
 struct DeviceConstant {
   std::string name;
@@ -66,6 +74,8 @@ struct DeviceProgram {
   std::vector<DeviceConstant> constants;
   std::vector<DeviceTensor> inputs;   // graph inputs, Region::Inputs
   std::vector<DeviceTensor> outputs;  // graph outputs, in graph order
+  LinearBackend linear_backend = LinearBackend::Generated;
+  std::vector<std::shared_ptr<const VendorCall>> vendor_calls;
 };
 
 }  // namespace orchid::codegen

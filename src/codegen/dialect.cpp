@@ -21,6 +21,10 @@ constexpr const char* kCommon = R"(
 DEVICE_FN float orchid_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 DEVICE_FN float orchid_round_even(float x) { return rintf(x); }
 DEVICE_FN float orchid_softplus(float x) { return fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x))); }
+// Four consecutive floats at element index i of p; i is a multiple of 4 and p 16-byte
+// aligned (code generation checks both before it writes these).
+#define LOAD_F4(p, i) (*(GLOBAL const float4*)((p) + (i)))
+#define STORE_F4(p, i, v) (*(GLOBAL float4*)((p) + (i)) = (v))
 )";
 
 constexpr const char* kCuda = R"(// orchid generated kernels: CUDA C++ (NVRTC or nvcc)
@@ -38,6 +42,7 @@ typedef int i32;
 typedef signed char i8;
 typedef unsigned char uchar;
 typedef unsigned char u8;
+#define MAKE_F4(a, b, c, d) make_float4(a, b, c, d)
 )";
 
 constexpr const char* kOpenCL = R"(// orchid generated kernels: OpenCL C 1.2+
@@ -54,6 +59,7 @@ typedef long i64;
 typedef int i32;
 typedef char i8;
 typedef uchar u8;
+#define MAKE_F4(a, b, c, d) ((float4)(a, b, c, d))
 #define expf exp
 #define logf log
 #define log1pf log1p

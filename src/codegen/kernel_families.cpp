@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "ir/ops/reduction_util.hpp"
 #include "ir/ops/window_geometry.hpp"
@@ -37,17 +38,55 @@ void check_f32(const Graph& g, const Node& n) {
   }
 }
 
+// Four lanes along the innermost axis: `base` holds the coordinates of a vector of
+// `shape` with the innermost extent divided by 4; returns the coordinates of each lane.
+std::vector<Coords> lane_coords(KernelWriter& w, Coords base) {
+  const std::string& I = w.index_type();
+  Coords lanes;
+  for (int j = 0; j < 4; ++j) {
+    const std::string v = w.fresh("lane");
+    w.line(fmt::format("const {} {} = ({}) * 4 + {};", I, v, base.back(), j));
+    lanes.push_back(v);
+  }
+  w.set_vector_lanes(lanes);
+  std::vector<Coords> out;
+  for (const auto& l : lanes) {
+    base.back() = l;
+    out.push_back(base);
+  }
+  return out;
+}
+
+Shape quarter_innermost(Shape s) {
+  s.back() /= 4;
+  return s;
+}
+
 std::int64_t write_map(KernelWriter& w, const StageSpec& s) {
   const Shape& space = w.graph().tensor(s.stores.front()).shape;
   const std::int64_t total = shape_numel(space);
   const std::string& I = w.index_type();
+  // float4 variant: four consecutive elements of the innermost axis per thread.
+  const bool vector =
+      !space.empty() && space.back() % 4 == 0 && total > 0 && w.vector_friendly(s.stores);
+  const std::int64_t items = vector ? total / 4 : total;
   w.open(
       fmt::format("for ({0} i = ({0})GROUP_ID * ORCHID_BLOCK + LOCAL_ID; i < {1}; i += "
                   "({0})NUM_GROUPS * ORCHID_BLOCK)",
-                  I, total));
-  store_all(w, s.stores, w.delinearize("i", space));
+                  I, items));
+  if (vector) {
+    const std::vector<Coords> lanes = lane_coords(w, w.delinearize("i", quarter_innermost(space)));
+    for (const auto& t : s.stores) {
+      std::vector<std::string> values;
+      for (const auto& c : lanes) values.push_back(w.value(t, c));
+      w.store_lanes(t, lanes, values);
+    }
+    w.clear_vector_lanes();
+  } else {
+    store_all(w, s.stores, w.delinearize("i", space));
+  }
   w.close();
-  return capped_groups(ceil_div(total, kBlock));
+  return capped_groups(ceil_div(items, kBlock));
 }
 
 struct ReduceOp {
@@ -79,6 +118,62 @@ std::string apply(const std::string& pattern, const std::string& a, const std::s
   return fmt::format(fmt::runtime(pattern), a, b);
 }
 
+bool is_arg_reduce(const Node& n) {
+  return n.op_type == "ArgMax" || n.op_type == "ArgMin";
+}
+
+// ArgMax / ArgMin of one row: each thread keeps its best (value, index) over its
+// columns, then a shared-memory tree keeps the better of two, ties going to the lower
+// index (the higher with select_last_index), as the reference's sequential scan does.
+// Index -1 marks "nothing yet". `open_columns` opens the column loop and returns the
+// elements a thread takes per iteration. Returns the variable holding the row's index.
+std::string write_arg_reduce(KernelWriter& w, const Node& n, std::size_t axis,
+                             const std::function<std::vector<Coords>()>& open_columns,
+                             std::string* shared) {
+  const Graph& g = w.graph();
+  const std::string T = KernelWriter::c_type(g.tensor(n.inputs[0]).dtype);
+  const std::string cmp = n.op_type == "ArgMax" ? ">" : "<";
+  const std::string tie = n.attr_int("select_last_index", 0) != 0 ? ">" : "<";
+  // Whether (v, i) beats (bv, bi).
+  auto better = [&](const std::string& v, const std::string& i, const std::string& bv,
+                    const std::string& bi) {
+    return fmt::format("({3} < 0 || {0} {4} {2} || ({0} == {2} && {1} {5} {3}))", v, i, bv, bi, cmp,
+                       tie);
+  };
+  const std::string red = w.fresh("red"), redi = w.fresh("redi");
+  *shared +=
+      fmt::format("  SHARED {} {}[ORCHID_BLOCK];\n  SHARED i64 {}[ORCHID_BLOCK];\n", T, red, redi);
+  const std::string bv = w.fresh("bv"), bi = w.fresh("bi");
+  w.line(fmt::format("{} {} = 0;", T, bv));
+  w.line(fmt::format("i64 {} = -1;", bi));
+  for (const auto& c : open_columns()) {
+    const std::string v = w.value(n.inputs[0], c);
+    const std::string i = fmt::format("(i64)({})", c[axis]);
+    w.open(fmt::format("if ({})", better(v, i, bv, bi)));
+    w.line(fmt::format("{} = {};", bv, v));
+    w.line(fmt::format("{} = {};", bi, i));
+    w.close();
+  }
+  w.clear_vector_lanes();
+  w.close();
+  w.line(fmt::format("{}[LOCAL_ID] = {};", red, bv));
+  w.line(fmt::format("{}[LOCAL_ID] = {};", redi, bi));
+  w.line("BARRIER();");
+  w.open("for (int s = ORCHID_BLOCK / 2; s > 0; s >>= 1)");
+  w.open(fmt::format("if (LOCAL_ID < s && {}[LOCAL_ID + s] >= 0 && {})", redi,
+                     better(red + "[LOCAL_ID + s]", redi + "[LOCAL_ID + s]", red + "[LOCAL_ID]",
+                            redi + "[LOCAL_ID]")));
+  w.line(fmt::format("{0}[LOCAL_ID] = {0}[LOCAL_ID + s];", red));
+  w.line(fmt::format("{0}[LOCAL_ID] = {0}[LOCAL_ID + s];", redi));
+  w.close();
+  w.line("BARRIER();");
+  w.close();
+  const std::string best = w.fresh("best");
+  w.line(fmt::format("const i64 {} = {}[0];", best, redi));
+  w.line("BARRIER();  // the shared arrays are reused by the next row");
+  return best;
+}
+
 std::int64_t write_row(KernelWriter& w, const StageSpec& s, std::string* shared) {
   const Graph& g = w.graph();
   std::vector<bool> reduced;
@@ -89,13 +184,29 @@ std::int64_t write_row(KernelWriter& w, const StageSpec& s, std::string* shared)
   const std::string& I = w.index_type();
   w.open(fmt::format("for ({0} row = GROUP_ID; row < {1}; row += NUM_GROUPS)", I, rows));
   const Coords rc = w.delinearize("row", kept);
-  auto full_coords = [&](const std::string& col) {
-    Coords cc = w.delinearize(col, inner);
+  auto merged = [&](const Coords& cc) {
     Coords full = rc;
     for (std::size_t d = 0; d < space.size(); ++d) {
       if (reduced[d]) full[d] = cc[d];
     }
     return full;
+  };
+  auto full_coords = [&](const std::string& col) { return merged(w.delinearize(col, inner)); };
+  // float4 variant: the innermost axis is reduced and a multiple of 4, and the row's
+  // values reach memory through elementwise ops only; each thread takes 4 columns.
+  auto vector_for = [&](const std::vector<std::string>& tensors) {
+    return reduced.back() && space.back() % 4 == 0 && cols > 0 && w.vector_friendly(tensors);
+  };
+  // Opens the column loop; returns the coordinates of each element a thread handles.
+  auto open_columns = [&](bool vector) {
+    if (!vector) {
+      w.open(fmt::format("for ({0} col = LOCAL_ID; col < {1}; col += ORCHID_BLOCK)", I, cols));
+      return std::vector<Coords>{full_coords("col")};
+    }
+    w.open(fmt::format("for ({0} col = LOCAL_ID; col < {1}; col += ORCHID_BLOCK)", I, cols / 4));
+    std::vector<Coords> lanes = lane_coords(w, w.delinearize("col", quarter_innermost(inner)));
+    for (auto& c : lanes) c = merged(c);
+    return lanes;
   };
   // A row value's coordinates in its own shape: the kept shape, or without the reduced
   // axes (keepdims=0).
@@ -108,7 +219,17 @@ std::int64_t write_row(KernelWriter& w, const StageSpec& s, std::string* shared)
     }
     return c;
   };
+  std::size_t arg_axis = space.size();
+  for (std::size_t d = 0; d < space.size(); ++d) {
+    if (reduced[d]) arg_axis = d;
+  }
   for (const Node* n : s.roots) {
+    if (is_arg_reduce(*n)) {
+      const std::string best = write_arg_reduce(
+          w, *n, arg_axis, [&] { return open_columns(vector_for({n->inputs[0]})); }, shared);
+      w.bind(n->outputs[0], best, row_coords(n->outputs[0]));
+      continue;
+    }
     const DType dtype = g.tensor(n->outputs[0]).dtype;
     const std::string T = KernelWriter::c_type(dtype);
     const ReduceOp op = reduce_op(*n, dtype, cols);
@@ -116,9 +237,11 @@ std::int64_t write_row(KernelWriter& w, const StageSpec& s, std::string* shared)
     *shared += fmt::format("  SHARED {} {}[ORCHID_BLOCK];\n", T, red);
     const std::string acc = w.fresh("acc");
     w.line(fmt::format("{} {} = {};", T, acc, op.init));
-    w.open(fmt::format("for ({0} col = LOCAL_ID; col < {1}; col += ORCHID_BLOCK)", I, cols));
-    const std::string x = w.value(n->inputs[0], full_coords("col"));
-    w.line(fmt::format("{} = {};", acc, apply(op.combine, acc, x)));
+    for (const auto& c : open_columns(vector_for({n->inputs[0]}))) {
+      const std::string x = w.value(n->inputs[0], c);
+      w.line(fmt::format("{} = {};", acc, apply(op.combine, acc, x)));
+    }
+    w.clear_vector_lanes();
     w.close();
     w.line(fmt::format("{}[LOCAL_ID] = {};", red, acc));
     w.line("BARRIER();");
@@ -146,8 +269,13 @@ std::int64_t write_row(KernelWriter& w, const StageSpec& s, std::string* shared)
     w.close();
   }
   if (!full_stores.empty()) {
-    w.open(fmt::format("for ({0} col = LOCAL_ID; col < {1}; col += ORCHID_BLOCK)", I, cols));
-    store_all(w, full_stores, full_coords("col"));
+    const std::vector<Coords> lanes = open_columns(vector_for(full_stores));
+    for (const auto& t : full_stores) {
+      std::vector<std::string> values;
+      for (const auto& c : lanes) values.push_back(w.value(t, c));
+      w.store_lanes(t, lanes, values);
+    }
+    w.clear_vector_lanes();
     w.close();
   }
   for (const Node* n : s.roots) w.unbind(n->outputs[0]);
@@ -493,7 +621,7 @@ std::string family_name(Family family) {
 Family anchor_family(const Node& node) {
   const std::string& op = node.op_type;
   if (op == "ReduceSum" || op == "ReduceMean" || op == "ReduceMax" || op == "ReduceMin" ||
-      op == "ReduceProd") {
+      op == "ReduceProd" || op == "ArgMax" || op == "ArgMin") {
     return Family::Row;
   }
   if (op == "MaxPool" || op == "AveragePool") return Family::Window;
@@ -505,6 +633,13 @@ Family anchor_family(const Node& node) {
 
 Shape row_space(const Graph& g, const Node& reduce, std::vector<bool>* reduced) {
   const Shape& in = g.tensor(reduce.inputs[0]).shape;
+  if (is_arg_reduce(reduce)) {  // one axis, an attribute
+    const auto rank = static_cast<std::int64_t>(in.size());
+    const std::int64_t axis = normalize_axis(reduce.attr_int("axis", 0), rank, reduce.describe());
+    reduced->assign(in.size(), false);
+    if (rank > 0) (*reduced)[static_cast<std::size_t>(axis)] = true;
+    return in;
+  }
   const Tensor* axes = nullptr;
   if (reduce.has_input(1)) {
     if (!g.is_constant(reduce.inputs[1])) {

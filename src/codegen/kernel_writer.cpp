@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <stdexcept>
 
 #include "codegen/elementwise_expr.hpp"
@@ -179,9 +180,11 @@ Coords KernelWriter::normalized(const std::string& t, const Coords& coords) cons
     throw std::logic_error(fmt::format("device code: '{}' read with {} coordinates, rank {}", t,
                                        coords.size(), shape.size()));
   }
-  Coords c(coords.end() - static_cast<std::ptrdiff_t>(shape.size()), coords.end());
+  const std::size_t skip = coords.size() - shape.size();
+  Coords c;
+  c.reserve(shape.size());
   for (std::size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 1) c[d] = "0";
+    c.push_back(shape[d] == 1 ? std::string("0") : coords[skip + d]);
   }
   return c;
 }
@@ -211,11 +214,83 @@ std::string KernelWriter::value(const std::string& t, const Coords& coords) {
   std::string v;
   if (auto it = env_.inline_producers.find(t); it != env_.inline_producers.end()) {
     v = temp(info.dtype, compute(*it->second, c));
+  } else if (const int lane = vector_lane(t, c); lane >= 0) {
+    Coords c0 = c;
+    c0.back() = lanes_[0];
+    const std::string vkey = t + "@f4@" + join(c0);
+    std::string vec;
+    for (auto s = scopes_.rbegin(); s != scopes_.rend() && vec.empty(); ++s) {
+      if (auto it = s->find(vkey); it != s->end()) vec = it->second;
+    }
+    if (vec.empty()) {
+      vec = fresh("f");
+      line(fmt::format("const float4 {} = LOAD_F4({}, {});", vec, pointer(t, false),
+                       linearize(info.shape, c0)));
+      scopes_.back()[vkey] = vec;
+    }
+    v = vec + "." + "xyzw"[lane];
   } else {
     v = temp(info.dtype, fmt::format("{}[{}]", pointer(t, false), linearize(info.shape, c)));
   }
   scopes_.back()[key] = v;
   return v;
+}
+
+void KernelWriter::set_vector_lanes(const Coords& lanes) {
+  if (lanes.size() != 4) throw std::logic_error("device code: vector lanes come in fours");
+  lanes_ = lanes;
+  vector_width_ = 4;
+}
+
+int KernelWriter::vector_lane(const std::string& t, const Coords& c) const {
+  if (lanes_.empty() || c.empty()) return -1;
+  const auto it = std::find(lanes_.begin(), lanes_.end(), c.back());
+  if (it == lanes_.end()) return -1;
+  const DeviceTensor loc = env_.locate(t);
+  if (loc.dtype != DType::F32 || loc.shape.empty() || loc.shape.back() % 4 != 0 ||
+      loc.offset % 16 != 0) {
+    return -1;
+  }
+  return static_cast<int>(it - lanes_.begin());
+}
+
+bool KernelWriter::vector_friendly(const std::vector<std::string>& tensors) const {
+  if (!env_.vectorize) return false;
+  std::vector<std::string> todo = tensors;
+  std::set<std::string> seen;
+  while (!todo.empty()) {
+    const std::string t = todo.back();
+    todo.pop_back();
+    if (t.empty() || !seen.insert(t).second || bindings_.count(t)) continue;
+    const auto it = env_.inline_producers.find(t);
+    if (it == env_.inline_producers.end()) continue;  // read from memory
+    const Node& n = *it->second;
+    // Ops whose inputs' coordinates other than the innermost one never depend on the
+    // lane: pointwise ops, and layout ops that permute, drop or recompute coordinates
+    // from the output's (a read whose innermost coordinate is then not a lane variable
+    // falls back to scalar loads in vector_lane). Not Concat / Pad (per-lane branches),
+    // Gather* (an index read at the lane decides another axis), Resize, CumSum.
+    static const std::set<std::string> kLaneSafeLayout = {
+        "Expand", "Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Slice"};
+    const bool lane_safe = kLaneSafeLayout.count(n.op_type) != 0 ||
+                           (has_elementwise_expr(n.op_type) && n.op_type != "Identity");
+    if (!lane_safe) return false;
+    for (const auto& in : n.inputs) todo.push_back(in);
+  }
+  return true;
+}
+
+void KernelWriter::store_lanes(const std::string& t, const std::vector<Coords>& lane_coords,
+                               const std::vector<std::string>& values) {
+  const TensorInfo& info = env_.graph->tensor(t);
+  const Coords& c0 = lane_coords.front();
+  if (lane_coords.size() == 4 && !lanes_.empty() && c0.size() == info.shape.size() &&
+      c0.back() == lanes_[0] && vector_lane(t, c0) == 0) {
+    line(fmt::format("STORE_F4({}, {}, MAKE_F4({}, {}, {}, {}));", pointer(t, true),
+                     linearize(info.shape, c0), values[0], values[1], values[2], values[3]));
+    return;
+  }
+  for (std::size_t j = 0; j < lane_coords.size(); ++j) store(t, lane_coords[j], values[j]);
 }
 
 void KernelWriter::store(const std::string& t, const Coords& coords, const std::string& v) {
@@ -342,6 +417,47 @@ std::string KernelWriter::layout_value(const Node& node, const Coords& c) {
     return value(x, ci);
   }
   if (op == "Resize") return resize_value(node, c);
+  if (op == "GatherND") {
+    // Output coords: batch axes, the index tuple's position, then data's trailing axes.
+    const auto b = static_cast<std::size_t>(node.attr_int("batch_dims", 0));
+    const Shape& ishape = g.tensor(node.inputs[1]).shape;
+    const std::size_t q = ishape.size();
+    const auto k = static_cast<std::size_t>(ishape.back());
+    Coords ci(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(b));
+    Coords ic(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(q - 1));
+    ic.emplace_back();
+    for (std::size_t a = 0; a < k; ++a) {
+      ic.back() = std::to_string(a);
+      const std::string raw = value(node.inputs[1], ic);
+      ci.push_back(
+          index_temp(fmt::format("({0})({1} < 0 ? {1} + {2} : {1})", index_type_, raw, in[b + a])));
+    }
+    for (std::size_t d = q - 1; d < c.size(); ++d) ci.push_back(c[d]);
+    return value(x, ci);
+  }
+  if (op == "CumSum") {
+    const Tensor& axis_value = constant_input(g, node, 1);
+    const auto axis = static_cast<std::size_t>(normalize_axis(
+        axis_value.get_as_int64(0), static_cast<std::int64_t>(in.size()), node.describe()));
+    const bool exclusive = node.attr_int("exclusive", 0) != 0;
+    const bool reverse = node.attr_int("reverse", 0) != 0;
+    const DType dtype = g.tensor(node.outputs[0]).dtype;
+    // The running sum up to (or from) this position, as a loop over the axis: one
+    // element's prefix per thread, so a scan costs O(n) per element.
+    const std::string at = c[axis];
+    const std::string after = fmt::format("{} + 1", at);
+    const std::string lo = reverse ? (exclusive ? after : at) : std::string("0");
+    const std::string hi = reverse ? std::to_string(in[axis]) : (exclusive ? at : after);
+    const std::string v = fresh("v");
+    line(fmt::format("{} {} = {};", c_type(dtype), v, literal(0, dtype)));
+    const std::string j = fresh("j");
+    open(fmt::format("for ({0} {1} = {2}; {1} < {3}; ++{1})", index_type_, j, lo, hi));
+    Coords ci = c;
+    ci[axis] = j;
+    line(fmt::format("{} += {};", v, value(x, ci)));
+    close();
+    return v;
+  }
   unsupported("{}: no device code for op type '{}'", node.describe(), op);
 }
 

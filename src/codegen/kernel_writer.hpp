@@ -43,6 +43,7 @@ struct WriterEnvironment {
   // weights buffer under `key`; returns its offset there.
   std::function<std::int64_t(const std::string& key, std::shared_ptr<const Tensor>)> add_table;
   bool wide_index = false;  // 64-bit index arithmetic (some tensor has >= 2^31 elements)
+  bool vectorize = true;    // float4 loads/stores where shapes and offsets allow
 };
 
 class KernelWriter {
@@ -75,6 +76,23 @@ class KernelWriter {
   // The kernel: signature, pointer declarations, `shared` declarations and the body.
   std::string finish(const std::string& name, const std::string& shared_decls) const;
 
+  // Vector lanes: the families that process four consecutive elements of the innermost
+  // axis per thread name the four index variables of that coordinate (lane 0 a multiple
+  // of 4). While set, a float32 tensor read or stored at a lane coordinate whose
+  // address is 16-byte aligned is accessed as one float4, shared by the four lanes.
+  // Callers set lanes only where vector_friendly() holds.
+  void set_vector_lanes(const Coords& lanes);
+  void clear_vector_lanes() { lanes_.clear(); }
+  // 4 when some stage of this kernel used vector lanes, else 1.
+  int vector_width() const { return vector_width_; }
+  // True when `tensors`, computed inline, reach memory only through elementwise ops
+  // (and Expand), so every load's innermost coordinate is the stage's own innermost
+  // coordinate or a broadcast 0, and vectorisation is enabled.
+  bool vector_friendly(const std::vector<std::string>& tensors) const;
+  // Stores one value per lane: `coords` of lane 0 with the lane variable innermost.
+  void store_lanes(const std::string& t, const std::vector<Coords>& lane_coords,
+                   const std::vector<std::string>& values);
+
   static std::string c_type(DType dtype);
   const Graph& graph() const { return *env_.graph; }
 
@@ -86,6 +104,8 @@ class KernelWriter {
   std::string pad_value(const Node& node, const Coords& coords);
   std::string table_pointer(const std::string& key, std::shared_ptr<const Tensor> table);
   std::string temp(DType dtype, const std::string& expr);
+  // The lane (0..3) whose index variable ends `c`, when `t` can be read as a float4 there.
+  int vector_lane(const std::string& t, const Coords& c) const;
   std::string index_temp(const std::string& expr);
 
   const WriterEnvironment& env_;
@@ -100,6 +120,8 @@ class KernelWriter {
     Coords coords;
   };
   std::map<std::string, Binding> bindings_;
+  Coords lanes_;
+  int vector_width_ = 1;
 };
 
 // A literal of `dtype` in the dialect.

@@ -3,8 +3,14 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+
 #include "codegen/cuda_backend.hpp"
+#include "util/atomic_file.hpp"
 #include "util/error.hpp"
+#include "util/safe_file.hpp"
 
 namespace orchid::codegen {
 
@@ -37,6 +43,56 @@ NvrtcResult nvrtc_compile(const std::string& source, int arch) {
     nvrtcGetCUBIN(prog, result.cubin.data());
   }
   nvrtcDestroyProgram(&prog);
+  return result;
+}
+
+namespace {
+
+// $XDG_CACHE_HOME/orchid/nvrtc, else ~/.cache/orchid/nvrtc; empty when neither is set.
+std::filesystem::path cubin_cache_dir() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
+    return std::filesystem::path(xdg) / "orchid" / "nvrtc";
+  }
+  if (const char* home = std::getenv("HOME"); home && *home) {
+    return std::filesystem::path(home) / ".cache" / "orchid" / "nvrtc";
+  }
+  return {};
+}
+
+}  // namespace
+
+NvrtcResult nvrtc_compile_cached(const std::string& source, int arch) {
+  const std::filesystem::path dir = cubin_cache_dir();
+  int major = 0, minor = 0;
+  nvrtcVersion(&major, &minor);
+  // The key: the source, the architecture and the compiler's version.
+  const std::size_t key =
+      std::hash<std::string>{}(fmt::format("{}\n// sm_{} nvrtc {}.{}", source, arch, major, minor));
+  const std::filesystem::path file = dir / fmt::format("{:016x}-sm_{}.cubin", key, arch);
+  std::error_code ec;
+  if (!dir.empty() && std::filesystem::is_regular_file(file, ec)) {
+    try {
+      const std::string bytes = read_regular_file(file.string(), std::int64_t{1} << 30, "cubin");
+      if (!bytes.empty()) {
+        NvrtcResult cached;
+        cached.ok = true;
+        cached.cubin.assign(bytes.begin(), bytes.end());
+        return cached;
+      }
+    } catch (const std::exception&) {
+      // An unreadable entry is compiled again and replaced.
+    }
+  }
+  NvrtcResult result = nvrtc_compile(source, arch);
+  if (result.ok && !dir.empty()) {
+    try {
+      std::filesystem::create_directories(dir, ec);
+      write_file_atomically(file.string(),
+                            std::string_view(result.cubin.data(), result.cubin.size()));
+    } catch (const std::exception&) {
+      // No cache where the cache folder is not writable: compiling is still correct.
+    }
+  }
   return result;
 }
 

@@ -12,6 +12,7 @@
 
 #include "codegen/kernel_families.hpp"
 #include "codegen/kernel_writer.hpp"
+#include "codegen/vendor_linear.hpp"
 #include "fission/kernel_view.hpp"
 #include "util/error.hpp"
 
@@ -73,8 +74,9 @@ std::string ops_of(const std::vector<const Node*>& nodes) {
 // Writes the device kernels of one plan kernel.
 class KernelPlanner {
  public:
-  KernelPlanner(ProgramLayout& layout, const PlannedKernel& pk, std::size_t index)
-      : layout_(layout), g_(layout.graph), pk_(pk), index_(index) {
+  KernelPlanner(ProgramLayout& layout, const PlannedKernel& pk, std::size_t index,
+                const CodegenOptions& options)
+      : layout_(layout), g_(layout.graph), pk_(pk), index_(index), options_(options) {
     for (std::size_t i = 0; i < pk.inputs.size(); ++i) source_[pk.inputs[i]] = pk.sources[i];
     for (std::size_t p = 0; p < pk.nodes.size(); ++p) {
       const Node& n = g_.nodes[pk.nodes[p]];
@@ -107,8 +109,14 @@ class KernelPlanner {
       try {
         std::string text;
         std::vector<Launch> made;
+        vendor_calls_.clear();
         const std::int64_t scratch = try_write(stored, text, made);
         source += text;
+        auto& calls = layout_.program.vendor_calls;
+        for (auto& l : made) {
+          if (l.vendor >= 0) l.vendor += static_cast<int>(calls.size());
+        }
+        calls.insert(calls.end(), vendor_calls_.begin(), vendor_calls_.end());
         launches.insert(launches.end(), made.begin(), made.end());
         return scratch;
       } catch (const FusionRefused& r) {
@@ -360,6 +368,7 @@ class KernelPlanner {
       WriterEnvironment env;
       env.graph = &g_;
       env.wide_index = wide_;
+      env.vectorize = options_.vectorize;
       std::set<std::string> own(spec.stores.begin(), spec.stores.end());
       for (const auto& [t, n] : producer_) {
         if (is_anchor(*n)) continue;
@@ -394,6 +403,19 @@ class KernelPlanner {
       l.groups = groups;
       l.plan_kernel = index_;
       l.ops = ops_of(spec.roots.empty() ? covered : spec.roots);
+      l.vector_width = w.vector_width();
+      if (options_.linear_backend != LinearBackend::Generated &&
+          layout_.program.target == Target::Cuda &&
+          (spec.family == Family::MatMul || spec.family == Family::Conv)) {
+        auto producer = [&](const std::string& t) -> const Node* {
+          auto it = env.inline_producers.find(t);
+          return it == env.inline_producers.end() ? nullptr : it->second;
+        };
+        if (auto call = match_vendor_call(g_, spec, producer, env.locate, &l.vendor_refusal)) {
+          l.vendor = static_cast<int>(vendor_calls_.size());
+          vendor_calls_.push_back(std::make_shared<VendorCall>(*call));
+        }
+      }
       launches.push_back(l);
     }
     return scratch_bytes;
@@ -403,6 +425,8 @@ class KernelPlanner {
   const Graph& g_;
   const PlannedKernel& pk_;
   std::size_t index_;
+  const CodegenOptions& options_;
+  std::vector<std::shared_ptr<const VendorCall>> vendor_calls_;  // of the current attempt
   std::vector<const Node*> nodes_;
   std::unordered_map<std::string, const Node*> producer_;
   std::unordered_map<std::string, std::size_t> position_;
@@ -414,9 +438,10 @@ class KernelPlanner {
 
 DeviceProgram generate_device_program(const Graph& g, const Plan& plan,
                                       const std::map<std::string, std::string>& alternatives,
-                                      Target target) {
+                                      Target target, const CodegenOptions& options) {
   DeviceProgram program;
   program.target = target;
+  program.linear_backend = options.linear_backend;
   program.plan_kernels = plan.kernels.size();
   program.arena_bytes = plan.arena_bytes;
   ProgramLayout layout{g, program, {}, {}, {}};
@@ -430,7 +455,7 @@ DeviceProgram generate_device_program(const Graph& g, const Plan& plan,
   }
   std::string source = prelude(target);
   for (std::size_t k = 0; k < plan.kernels.size(); ++k) {
-    KernelPlanner planner(layout, plan.kernels[k], k);
+    KernelPlanner planner(layout, plan.kernels[k], k, options);
     program.scratch_bytes =
         std::max(program.scratch_bytes, planner.write(source, program.launches));
   }

@@ -20,11 +20,20 @@
 
 namespace orchid::codegen {
 
+struct CodegenOptions {
+  // float4 loads and stores in the map and row-reduce families where the innermost
+  // extent is a multiple of 4 and the tensors' offsets are 16-byte aligned.
+  bool vectorize = true;
+  // CUDA target: MatMul/Conv stages that map to cuBLASLt/cuDNN get a VendorCall
+  // (vendor_linear.hpp) beside their generated kernel; the executor picks per backend.
+  LinearBackend linear_backend = LinearBackend::Generated;
+};
+
 // `primitives` is the primitive graph the plan indexes (Orchestration::fission.graph),
 // `alternatives` the fission's alternative map. An UnsupportedError names the first
 // node without device code.
 DeviceProgram generate_device_program(const Graph& primitives, const Plan& plan,
                                       const std::map<std::string, std::string>& alternatives,
-                                      Target target);
+                                      Target target, const CodegenOptions& options = {});
 
 }  // namespace orchid::codegen

@@ -51,7 +51,8 @@ std::string write_program_sources(const DeviceProgram& program, const std::strin
                              {"family", l.family},
                              {"groups", l.groups},
                              {"plan_kernel", l.plan_kernel},
-                             {"ops", l.ops}});
+                             {"ops", l.ops},
+                             {"vector_width", l.vector_width}});
   }
   for (const auto& c : program.constants) {
     j["constants"].push_back({{"name", c.name}, {"offset", c.offset}, {"bytes", c.data->nbytes()}});

@@ -26,7 +26,7 @@ MeasuredCostModel::MeasuredCostModel(DeviceSpec device, MeasuredCostOptions opti
       options_(std::move(options)),
       db_(ProfileDb::open(options_.db_path, device_.name)),
       fallback_device_(device_) {
-  if (device_.kind != "cpu") {
+  if (device_.kind != "cpu" && !options_.device_timer) {
     fail(
         "measured costs time kernels on this machine's CPU; device '{}' is a {} (use a cpu "
         "device)",
@@ -59,10 +59,11 @@ double MeasuredCostModel::fallback_us(const KernelView& kernel) const {
 
 bool MeasuredCostModel::measure(std::uint64_t signature, const KernelView& kernel) const {
   const auto start = Clock::now();
-  const KernelTiming t = time_kernel(kernel, options_.timer);
+  const KernelTiming t = options_.device_timer ? options_.device_timer(kernel, options_.timer)
+                                               : time_kernel(kernel, options_.timer);
   stats_.profiling_seconds += std::chrono::duration<double>(Clock::now() - start).count();
   ProfileEntry e;
-  e.timer_version = kKernelTimerVersion;
+  e.timer_version = timer_version();
   e.kernel = kernel_summary(kernel);
   if (t.ok) {
     e.median_us = std::max(t.median_us, 1e-3);
@@ -97,7 +98,7 @@ const MeasuredCostModel::Known& MeasuredCostModel::remember(std::uint64_t signat
 
 const ProfileEntry* MeasuredCostModel::stored(std::uint64_t signature) const {
   const ProfileEntry* e = db_.find(signature);
-  return e && e->timer_version == kKernelTimerVersion ? e : nullptr;
+  return e && e->timer_version == timer_version() ? e : nullptr;
 }
 
 const MeasuredCostModel::Known& MeasuredCostModel::resolve(std::uint64_t signature,

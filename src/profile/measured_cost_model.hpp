@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -34,6 +35,10 @@ struct MeasuredCostOptions {
   bool progress = true;  // progress report on stderr while timing
   std::size_t min_calibration_kernels = 8;
   bool calibrated_fallback = true;  // cost untimeable kernels with the calibrated model
+  // Another device's timer (cuda_kernel_timer.hpp) instead of time_kernel on this CPU,
+  // with its own methodology version; the device then need not be a CPU.
+  std::function<KernelTiming(const KernelView&, const KernelTimerOptions&)> device_timer;
+  int device_timer_version = 0;
 };
 
 struct MeasuredCostStats {
@@ -79,6 +84,9 @@ class MeasuredCostModel final : public CostModel {
   // Times the kernel and stores the result; true if it could be timed.
   bool measure(std::uint64_t signature, const KernelView& kernel) const;
   double fallback_us(const KernelView& kernel) const;
+  int timer_version() const {
+    return options_.device_timer ? options_.device_timer_version : kKernelTimerVersion;
+  }
 
   DeviceSpec device_;
   MeasuredCostOptions options_;

@@ -301,5 +301,22 @@ TEST(Cli, GpuBackendRunsAndWritesSources) {
   }
 }
 
+// GPU-only options are refused in one line where they do not apply.
+TEST(Cli, GpuBackendOptionsAreChecked) {
+  const Result vendor = run_cli("run " + model("tiny_mlp") + " --linear-backend vendor");
+  EXPECT_EQ(vendor.code, 1);
+  EXPECT_NE(vendor.err.find("--linear-backend goes with --device cuda"), std::string::npos)
+      << vendor.err;
+  EXPECT_NE(run_cli("run " + model("tiny_mlp") + " --device cuda --linear-backend cublas").code, 0);
+  const Result ocl = run_cli("run " + model("tiny_mlp") + " --device opencl --profile");
+  EXPECT_EQ(ocl.code, 1);
+  EXPECT_NE(ocl.err.find("not through OpenCL"), std::string::npos) << ocl.err;
+  const Result cuda = run_cli("run " + model("tiny_mlp") + " --device cuda --profile");
+  if (cuda.code != 0) {  // no GPU here: one line saying why
+    EXPECT_EQ(cuda.code, 1);
+    EXPECT_EQ(cuda.err.rfind("orchid: error: --device cuda: ", 0), 0u) << cuda.err;
+  }
+}
+
 }  // namespace
 }  // namespace orchid

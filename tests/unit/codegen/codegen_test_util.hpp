@@ -1,4 +1,5 @@
-// Shared by the GPU backend tests: compare outputs with the reference interpreter.
+// Shared by the GPU backend tests: build small primitive graphs and plans, compare
+// outputs with the reference interpreter.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -8,6 +9,9 @@
 #include <string>
 
 #include "eval/reference_interpreter.hpp"
+#include "fission/kernel_view.hpp"
+#include "ir/op_registry.hpp"
+#include "orchestrate/plan.hpp"
 
 namespace orchid::codegen::test {
 
@@ -32,6 +36,73 @@ inline void expect_close(const TensorMap& got, const TensorMap& expected,
     }
     EXPECT_EQ(bad, 0) << where << ": " << out << " mismatching elements of " << want.numel();
   }
+}
+
+// Builds a primitive graph node by node; shapes are inferred.
+class GraphBuilder {
+ public:
+  std::string input(const std::string& name, Shape shape, DType dtype = DType::F32) {
+    g_.set_type(name, dtype, std::move(shape));
+    g_.inputs.push_back(name);
+    return name;
+  }
+  std::string constant(const std::string& name, Tensor value) {
+    g_.set_constant(name, std::move(value));
+    return name;
+  }
+  std::string random_constant(const std::string& name, Shape shape) {
+    Tensor t(DType::F32, shape);
+    float* p = t.data<float>();
+    for (std::int64_t i = 0; i < t.numel(); ++i)
+      p[i] = static_cast<float>((i * 37 % 101) - 50) / 60.0f;
+    return constant(name, std::move(t));
+  }
+  std::string node(const std::string& op, std::vector<std::string> inputs,
+                   std::map<std::string, Attribute> attributes = {}) {
+    Node n;
+    n.name = "n" + std::to_string(g_.nodes.size());
+    n.op_type = op;
+    n.inputs = std::move(inputs);
+    n.attributes = std::move(attributes);
+    n.outputs.push_back(n.name + "_out");
+    g_.nodes.push_back(n);
+    infer_node_types(g_, g_.nodes.back());
+    return n.outputs[0];
+  }
+  Graph finish(std::vector<std::string> outputs) {
+    g_.outputs = std::move(outputs);
+    g_.validate();
+    return g_;
+  }
+
+ private:
+  Graph g_;
+};
+
+// One plan kernel per group of nodes, arena slots laid out one after another, each
+// `shift` bytes past a 64-byte boundary (4: no arena tensor is 16-byte aligned).
+inline Plan plan_of(const Graph& g, const std::vector<std::vector<std::size_t>>& groups,
+                    std::int64_t shift = 0) {
+  Plan plan;
+  plan.kind = "test";
+  for (const auto& nodes : groups) {
+    const KernelView v = make_kernel_view(g, nodes);
+    PlannedKernel pk;
+    pk.nodes = v.nodes;
+    pk.inputs = v.inputs;
+    pk.sources = v.inputs;
+    pk.outputs = v.outputs;
+    for (const auto& t : v.outputs) {
+      ArenaSlot s;
+      s.tensor = t;
+      s.offset = plan.arena_bytes + shift;
+      s.bytes = tensor_bytes(g, t);
+      plan.arena_bytes += (s.bytes + shift + 63) / 64 * 64;
+      plan.arena.push_back(s);
+    }
+    plan.kernels.push_back(std::move(pk));
+  }
+  return plan;
 }
 
 }  // namespace orchid::codegen::test

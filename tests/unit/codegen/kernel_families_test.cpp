@@ -12,78 +12,18 @@
 #include "codegen/plan_codegen.hpp"
 #include "codegen_test_util.hpp"
 #include "eval/random_inputs.hpp"
-#include "fission/kernel_view.hpp"
-#include "ir/op_registry.hpp"
 
 namespace orchid::codegen {
 namespace {
 
-// Builds a primitive graph node by node; shapes are inferred.
-class GraphBuilder {
- public:
-  std::string input(const std::string& name, Shape shape, DType dtype = DType::F32) {
-    g_.set_type(name, dtype, std::move(shape));
-    g_.inputs.push_back(name);
-    return name;
-  }
-  std::string constant(const std::string& name, Tensor value) {
-    g_.set_constant(name, std::move(value));
-    return name;
-  }
-  std::string random_constant(const std::string& name, Shape shape) {
-    Tensor t(DType::F32, shape);
-    float* p = t.data<float>();
-    for (std::int64_t i = 0; i < t.numel(); ++i)
-      p[i] = static_cast<float>((i * 37 % 101) - 50) / 60.0f;
-    return constant(name, std::move(t));
-  }
-  std::string node(const std::string& op, std::vector<std::string> inputs,
-                   std::map<std::string, Attribute> attributes = {}) {
-    Node n;
-    n.name = "n" + std::to_string(g_.nodes.size());
-    n.op_type = op;
-    n.inputs = std::move(inputs);
-    n.attributes = std::move(attributes);
-    n.outputs.push_back(n.name + "_out");
-    g_.nodes.push_back(n);
-    infer_node_types(g_, g_.nodes.back());
-    return n.outputs[0];
-  }
-  Graph finish(std::vector<std::string> outputs) {
-    g_.outputs = std::move(outputs);
-    g_.validate();
-    return g_;
-  }
-
- private:
-  Graph g_;
-};
-
-// One plan kernel per group of nodes, arena slots laid out one after another.
-Plan plan_of(const Graph& g, const std::vector<std::vector<std::size_t>>& groups) {
-  Plan plan;
-  plan.kind = "test";
-  for (const auto& nodes : groups) {
-    const KernelView v = make_kernel_view(g, nodes);
-    PlannedKernel pk;
-    pk.nodes = v.nodes;
-    pk.inputs = v.inputs;
-    pk.sources = v.inputs;
-    pk.outputs = v.outputs;
-    for (const auto& t : v.outputs) {
-      ArenaSlot s;
-      s.tensor = t;
-      s.offset = plan.arena_bytes;
-      s.bytes = tensor_bytes(g, t);
-      plan.arena_bytes += (s.bytes + 63) / 64 * 64;
-      plan.arena.push_back(s);
-    }
-    plan.kernels.push_back(std::move(pk));
-  }
-  return plan;
-}
+using test::GraphBuilder;
+using test::plan_of;
 
 // `fused_launches`: how many device kernels the one-kernel plan must take (-1: any).
+// Runs the graph fused and per node (float4 where allowed), fused with vectorisation
+// off (the scalar variant of every stage), and per node with misaligned arena tensors
+// (vector loops whose loads/stores of those tensors fall back to scalars). The last two
+// only where some launch is vectorised: otherwise they would repeat the first two.
 void check(const Graph& g, int fused_launches = -1) {
   std::string why;
   if (!OpenCLExecutor::available(&why)) GTEST_SKIP() << why;
@@ -95,18 +35,49 @@ void check(const Graph& g, int fused_launches = -1) {
     all.push_back(i);
     each.push_back({i});
   }
-  for (const auto& [name, groups] :
-       {std::make_pair(std::string("fused"), std::vector<std::vector<std::size_t>>{all}),
-        std::make_pair(std::string("per-node"), each)}) {
+  struct Variant {
+    std::string name;
+    std::vector<std::vector<std::size_t>> groups;
+    bool vectorize;
+    std::int64_t shift;
+  };
+  bool vectorised = false;
+  for (const Variant& v :
+       {Variant{"fused", {all}, true, 0}, Variant{"per-node", each, true, 0},
+        Variant{"fused scalar", {all}, false, 0}, Variant{"per-node misaligned", each, true, 4}}) {
+    if ((!v.vectorize || v.shift != 0) && !vectorised) continue;
+    CodegenOptions options;
+    options.vectorize = v.vectorize;
     const DeviceProgram program =
-        generate_device_program(g, plan_of(g, groups), {}, Target::OpenCL);
-    if (name == "fused" && fused_launches >= 0) {
+        generate_device_program(g, plan_of(g, v.groups, v.shift), {}, Target::OpenCL, options);
+    for (const auto& l : program.launches) vectorised = vectorised || l.vector_width > 1;
+    if (v.name == "fused" && fused_launches >= 0) {
       EXPECT_EQ(program.launches.size(), static_cast<std::size_t>(fused_launches))
           << program.source;
     }
+    // The kernels after the prelude (which defines the macros).
+    const std::string kernels = program.source.substr(prelude(Target::OpenCL).size());
+    if (!v.vectorize) {
+      EXPECT_EQ(kernels.find("LOAD_F4("), std::string::npos);
+      for (const auto& l : program.launches) EXPECT_EQ(l.vector_width, 1) << l.ops;
+    }
+    if (v.shift != 0) {
+      EXPECT_EQ(kernels.find("STORE_F4("), std::string::npos) << kernels;
+    }
     OpenCLExecutor executor(program);
-    test::expect_close(executor.run(feed), expected, name);
+    test::expect_close(executor.run(feed), expected, v.name);
   }
+}
+
+// Vector width of each launch of the one-kernel plan, by the ops it stores.
+std::map<std::string, int> vector_widths(const Graph& g) {
+  std::vector<std::size_t> all;
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) all.push_back(i);
+  std::map<std::string, int> out;
+  for (const auto& l : generate_device_program(g, plan_of(g, {all}), {}, Target::OpenCL).launches) {
+    out[l.ops] = l.vector_width;
+  }
+  return out;
 }
 
 std::map<std::string, Attribute> axes(std::vector<std::int64_t> a, std::int64_t keepdims = 1) {
@@ -129,6 +100,80 @@ TEST(CodegenElementwise, LargerThanOneLaunch) {
   GraphBuilder b;  // 18.1M elements: more than 65536 blocks x 256 threads
   const auto x = b.input("x", {17, 1031, 1033});
   check(b.finish({b.node("Relu", {b.node("Neg", {x})})}));
+}
+
+TEST(CodegenVector, MapStagesUseFloat4WhereTheInnermostAxisAllows) {
+  GraphBuilder b;
+  const auto x = b.input("x", {3, 5, 8});
+  const auto row = b.input("row", {3, 5, 1});  // broadcast along the vector axis
+  const auto y =
+      b.node("Relu", {b.node("Add", {b.node("Mul", {x, row}), b.random_constant("bias", {8})})});
+  const auto z = b.node("Sigmoid", {b.input("q", {1, 4})});  // a single vector
+  const auto u = b.node("Neg", {b.input("o", {5, 6})});      // 6: not a multiple of 4
+  const auto t = b.node("Transpose", {b.input("p", {2, 4, 8})},
+                        {{"perm", std::vector<std::int64_t>{0, 2, 1}}});  // the lane axis moves
+  const auto e = b.input("e", {2, 12});
+  const auto k = b.node("Where", {b.node("Greater", {e, b.constant("h", Tensor::scalar_f32(0))}), e,
+                                  b.constant("f", Tensor::scalar_f32(-2))});  // a bool inline
+  const Graph g = b.finish({y, z, u, t, k});
+  const auto widths = vector_widths(g);
+  EXPECT_EQ(widths.at("Relu"), 4);
+  EXPECT_EQ(widths.at("Sigmoid"), 4);
+  EXPECT_EQ(widths.at("Neg"), 1);
+  EXPECT_EQ(widths.at("Transpose"), 4);  // float4 stores, scalar loads (the lane axis moved)
+  EXPECT_EQ(widths.at("Where"), 4);
+  check(g);
+}
+
+TEST(CodegenVector, LayoutOpsKeepLanesWhereTheInnermostCoordinatePassesThrough) {
+  GraphBuilder b;
+  const auto x = b.input("x", {2, 3, 4, 8});
+  // Heads split and merged as in attention: transposes of outer axes keep the lanes.
+  const auto t = b.node("Transpose", {x}, {{"perm", std::vector<std::int64_t>{0, 2, 1, 3}}});
+  const auto y = b.node("Relu", {b.node("Add", {t, b.random_constant("bias", {8})})});
+  // The innermost axis moves: lanes read scalars.
+  const auto m = b.node("Transpose", {x}, {{"perm", std::vector<std::int64_t>{0, 1, 3, 2}}});
+  const auto mz = b.node("Neg", {m});
+  // A reshape that only adds a size-1 axis, one that regroups, slices of outer and inner axes.
+  const auto u =
+      b.node("Sigmoid", {b.node("Unsqueeze", {x, b.constant("ax", Tensor::from_int64s({2}))})});
+  const auto r =
+      b.node("Exp", {b.node("Reshape", {x, b.constant("sh", Tensor::from_int64s({12, 16}))})});
+  const auto s1 = b.node("Slice", {x, b.constant("st", Tensor::from_int64s({1})),
+                                   b.constant("en", Tensor::from_int64s({3})),
+                                   b.constant("sa", Tensor::from_int64s({1}))});
+  const auto s2 = b.node("Slice", {x, b.constant("st2", Tensor::from_int64s({2})),
+                                   b.constant("en2", Tensor::from_int64s({6})),
+                                   b.constant("sa2", Tensor::from_int64s({3}))});
+  const Graph g = b.finish({y, mz, u, r, b.node("Abs", {s1}), b.node("Abs", {s2})});
+  const auto widths = vector_widths(g);
+  EXPECT_EQ(widths.at("Relu"), 4);
+  EXPECT_EQ(widths.at("Sigmoid"), 4);
+  EXPECT_EQ(widths.at("Exp"), 4);
+  check(g);
+}
+
+TEST(CodegenVector, RowStagesUseFloat4WhenTheInnermostAxisIsReduced) {
+  GraphBuilder b;
+  const auto x = b.input("x", {6, 512});  // LayerNorm over a multiple of 4
+  const auto mean = b.node("ReduceMean", {x}, axes({1}));
+  const auto d = b.node("Sub", {x, mean});
+  const auto var = b.node("ReduceMean", {b.node("Mul", {d, d})}, axes({1}));
+  const auto ln =
+      b.node("Mul", {b.node("Div", {d, b.node("Sqrt", {var})}), b.random_constant("gamma", {512})});
+  const auto z = b.input("z", {4, 3, 8});
+  const auto outer = b.node("ReduceSum", {b.node("Exp", {z})}, axes({0, 2}));  // innermost too
+  const auto w = b.input("w", {4, 8, 3});
+  const auto kept = b.node("ReduceMax", {w}, axes({1}));  // innermost kept: scalar
+  const auto v = b.input("v", {7, 4});
+  const auto narrow = b.node("ReduceMin", {v}, axes({1}, 0));  // a row of one vector
+  const Graph g = b.finish({ln, outer, kept, narrow});
+  const auto widths = vector_widths(g);
+  EXPECT_EQ(widths.at("ReduceMean+ReduceMean"), 4);
+  EXPECT_EQ(widths.at("ReduceSum"), 4);
+  EXPECT_EQ(widths.at("ReduceMax"), 1);
+  EXPECT_EQ(widths.at("ReduceMin"), 4);
+  check(g);
 }
 
 TEST(CodegenReduction, SoftmaxLongRowAndSizeOneAxis) {
@@ -157,6 +202,43 @@ TEST(CodegenReduction, LayerNormAndNonTrailingAxes) {
   const auto over02 = b.node("ReduceMean", {z}, axes({0, 2}, 0));  // non-contiguous, keepdims 0
   const auto prod = b.node("ReduceProd", {z}, axes({3}));
   check(b.finish({y, mean, over1, over02, prod}));
+}
+
+TEST(CodegenSelection, ArgMaxArgMinWithTies) {
+  GraphBuilder b;
+  const auto x = b.input("x", {5, 7, 3});
+  const auto am = b.node("ArgMax", {x}, {{"axis", std::int64_t{1}}, {"keepdims", std::int64_t{0}}});
+  // Coarse values: many ties, first and last index.
+  const auto coarse =
+      b.node("Floor", {b.node("Mul", {x, b.constant("two", Tensor::scalar_f32(2))})});
+  const auto first = b.node("ArgMax", {coarse}, {{"axis", std::int64_t{2}}});
+  const auto last = b.node("ArgMin", {coarse},
+                           {{"axis", std::int64_t{-1}}, {"select_last_index", std::int64_t{1}}});
+  const auto y = b.input("y", {3, 300});  // long rows, float4 lanes
+  const auto amin = b.node("ArgMin", {b.node("Neg", {y})}, {{"axis", std::int64_t{1}}});
+  const auto ids = b.input("ids", {4, 6}, DType::I64);  // integers
+  const auto imax = b.node("ArgMax", {ids}, {{"axis", std::int64_t{0}}});
+  const Graph g = b.finish({am, first, last, amin, imax});
+  check(g);
+}
+
+TEST(CodegenSelection, GatherNDAndCumSum) {
+  GraphBuilder b;
+  const auto x = b.input("x", {2, 4, 3, 5});
+  const auto i1 =
+      b.constant("i1", Tensor::from_vector<std::int64_t>({2, 2, 2}, {0, 1, -1, 2, 1, 0, 1, -3}));
+  const auto g1 = b.node("GatherND", {x, i1});  // [2, 2, 3, 5]: tuples of 2 into axes 0,1
+  const auto i2 =
+      b.constant("i2", Tensor::from_vector<std::int64_t>({2, 3, 1}, {3, 0, -2, 1, 1, 2}));
+  const auto g2 = b.node("GatherND", {x, i2}, {{"batch_dims", std::int64_t{1}}});  // [2, 3, 3, 5]
+  const auto ax = b.constant("ax", Tensor::from_int64s({1}));
+  const auto c1 = b.node("CumSum", {x, ax});
+  const auto c2 =
+      b.node("CumSum", {b.node("Exp", {x}), b.constant("ax2", Tensor::from_int64s({-1}))},
+             {{"exclusive", std::int64_t{1}}, {"reverse", std::int64_t{1}}});
+  const auto c3 = b.node("CumSum", {x, ax}, {{"reverse", std::int64_t{1}}});
+  const auto c4 = b.node("CumSum", {x, ax}, {{"exclusive", std::int64_t{1}}});
+  check(b.finish({g1, g2, c1, c2, c3, c4}));
 }
 
 TEST(CodegenWindow, PoolingPadsAndCeil) {

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include <unistd.h>
+
 #include "codegen/cuda_backend.hpp"
 #include "codegen/plan_codegen.hpp"
 #include "cost/cost_model.hpp"
@@ -30,6 +32,39 @@ DeviceProgram cuda_program(const std::string& name, const std::string& kind) {
   const Orchestration o = orchestrate(model.graph, *cost_model, options);
   const Plan* plan = kind == "optimal" ? &o.optimal : &o.greedy;
   return generate_device_program(o.fission.graph, *plan, o.fission.alternatives, Target::Cuda);
+}
+
+TEST(NvrtcCache, ASecondCompileComesFromTheCache) {
+  if (!cuda_built()) GTEST_SKIP() << "built without the CUDA toolkit";
+  const fs::path dir =
+      fs::temp_directory_path() / ("orchid_nvrtc_cache_" + std::to_string(getpid()));
+  const char* old = std::getenv("XDG_CACHE_HOME");
+  const std::string saved = old ? old : "";
+  setenv("XDG_CACHE_HOME", dir.c_str(), 1);
+  const std::string source =
+      prelude(Target::Cuda) +
+      "KERNEL void k(GLOBAL float* x) { x[LOCAL_ID] = 2.0f * x[LOCAL_ID]; }\n";
+  const NvrtcResult first = nvrtc_compile_cached(source, 80);
+  ASSERT_TRUE(first.ok) << first.log;
+  std::size_t entries = 0;
+  for (const auto& e : fs::directory_iterator(dir / "orchid" / "nvrtc"))
+    entries += e.is_regular_file();
+  EXPECT_EQ(entries, 1u);
+  const NvrtcResult second = nvrtc_compile_cached(source, 80);
+  EXPECT_TRUE(second.ok);
+  EXPECT_EQ(second.cubin, first.cubin);
+  EXPECT_TRUE(second.log.empty());                   // not compiled again
+  EXPECT_TRUE(nvrtc_compile_cached(source, 90).ok);  // another architecture, another entry
+  entries = 0;
+  for (const auto& e : fs::directory_iterator(dir / "orchid" / "nvrtc"))
+    entries += e.is_regular_file();
+  EXPECT_EQ(entries, 2u);
+  if (old) {
+    setenv("XDG_CACHE_HOME", saved.c_str(), 1);
+  } else {
+    unsetenv("XDG_CACHE_HOME");
+  }
+  fs::remove_all(dir);
 }
 
 class NvrtcZoo : public ::testing::TestWithParam<std::string> {};

@@ -39,7 +39,7 @@ double MeasuredCpuCostProvider::measure(const Layer& layer, const Design& design
     double spent = 0;
     while (times.size() < 3 || (spent < target_seconds_ && times.size() < 50)) {
       const auto t0 = std::chrono::steady_clock::now();
-      executor.execute(inputs);
+      const TensorMap outputs = executor.run(inputs);  // as the runner: results copied out
       const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       times.push_back(t);
       spent += t;
@@ -56,24 +56,29 @@ double MeasuredCpuCostProvider::measure(const Layer& layer, const Design& design
 double MeasuredCpuCostProvider::compute_seconds(const Layer& layer, const Design& design) const {
   if (!design.is_cpu) return others_.compute_seconds(layer, design);
   if (!design.supports_kind(layer.kind)) return -1;
+  // The plan runner runs one sample at a time (the model is a batch-1 graph), so one
+  // sample is measured and the batch multiplies it.
+  const double samples = static_cast<double>(std::max<std::int64_t>(1, layer.batch));
+  Layer one = layer;
+  one.batch = 1;
   std::lock_guard<std::mutex> lock(mutex_);
-  const std::string key = fmt::format("{}|{}", design.threads, layer_signature(layer));
+  const std::string key = fmt::format("{}|{}", design.threads, layer_signature(one));
   if (auto it = memo_.find(key); it != memo_.end()) {
     ++stats_.memo_hits;
-    return it->second;
+    return it->second * samples;
   }
   const auto t0 = std::chrono::steady_clock::now();
   std::string why;
-  double seconds = measure(layer, design, why);
+  double seconds = measure(one, design, why);
   if (seconds < 0) {
-    seconds = gpu_roofline_seconds(design.gpu, layer);
+    seconds = gpu_roofline_seconds(design.gpu, one);
     if (stats_.fallbacks++ == 0) stats_.first_fallback = fmt::format("{}: {}", layer.name, why);
   } else {
     ++stats_.measured;
   }
   stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   memo_[key] = seconds;
-  return seconds;
+  return seconds * samples;
 }
 
 MeasuredCpuCostStats MeasuredCpuCostProvider::stats() const {

@@ -89,7 +89,7 @@ TEST(OpShards, ConvolutionsSplitEveryWay) {
       one_op("Conv", {1, 5, 9, 7}, {6, 5, 3, 3}, Shape{6}, {{"pads", Ints{1, 1, 1, 1}}});
   const Graph strided = one_op("Conv", {1, 4, 11, 8}, {5, 4, 3, 3}, std::nullopt,
                                {{"pads", Ints{0, 1, 2, 1}}, {"strides", Ints{2, 2}}});
-  const Graph dilated = one_op("Conv", {1, 3, 12, 6}, {4, 3, 3, 2}, Shape{4},
+  const Graph dilated = one_op("Conv", {1, 4, 12, 6}, {4, 4, 3, 2}, Shape{4},
                                {{"dilations", Ints{2, 1}}, {"pads", Ints{2, 0, 1, 0}}});
   for (const Graph* g : {&same, &strided, &dilated}) {
     for (int parts : {2, 3, 4}) {

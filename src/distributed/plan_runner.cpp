@@ -98,7 +98,8 @@ class Runner {
   void run_sharded(int inference, int layer);
   void run_batch(int inference, int layer);
   void send_exports(int inference, int layer);
-  void receive(int inference, const std::string& name, int from_group, int layer);
+  void post_receives(int inference);
+  void receive(int inference, const std::string& name, int layer);
   void send_tensor(const Tensor& t, int to, int tag, int inference, int layer);
   Tensor recv_tensor(DType dtype, const Shape& shape, int from, int tag, const std::string& what,
                      int inference, int layer);
@@ -135,6 +136,13 @@ class Runner {
   void prepare_layer(int layer);
   void run_whole(int inference, int sample, int layer);
 
+  // Tensors from other groups, per (inference, name): one posted receive per sample.
+  struct Incoming {
+    int from = 0;
+    std::vector<MPI_Request> requests;
+    std::vector<Tensor> buffers;
+  };
+  std::map<std::pair<int, std::string>, Incoming> incoming_;
   std::map<int, std::unique_ptr<Program>> whole_;
   std::map<int, std::unique_ptr<ShardedLayer>> sharded_;
   MPI_Comm comm_ = MPI_COMM_NULL;  // the group's ranks, for its collectives
@@ -266,13 +274,44 @@ Tensor Runner::recv_tensor(DType dtype, const Shape& shape, int from, int tag,
   return t;
 }
 
-void Runner::receive(int inference, const std::string& name, int from_group, int layer) {
-  const TensorInfo& info = g_.tensor(name);
-  for (int b = 0; b < settings_.batch; ++b) {
-    env_[inference][b][name] =
-        recv_tensor(info.dtype, info.shape, leader_of(from_group), lay_.tensor_id.at(name),
-                    "tensor '" + name + "'", inference, layer);
+void Runner::post_receives(int inference) {
+  if (member_ != 0) return;
+  for (int l = 0; l < static_cast<int>(w_.layers.size()); ++l) {
+    if (plan_.layers[l].group != group_) continue;
+    for (const std::string& t : lay_.reads[l]) {
+      auto p = lay_.producer.find(t);
+      if (p == lay_.producer.end() || lay_.node_layer[p->second] < 0) continue;
+      const int from = plan_.layers[lay_.node_layer[p->second]].group;
+      if (from == group_ || incoming_.count({inference, t})) continue;
+      Incoming& in = incoming_[{inference, t}];
+      in.from = leader_of(from);
+      in.requests.resize(settings_.batch);
+      in.buffers.reserve(settings_.batch);  // no reallocation under a posted receive
+      const TensorInfo& info = g_.tensor(t);
+      for (int b = 0; b < settings_.batch; ++b) {
+        Tensor& buffer = in.buffers.emplace_back(info.dtype, info.shape);
+        if (MPI_Irecv(buffer.raw(), static_cast<int>(buffer.nbytes()), MPI_BYTE, in.from,
+                      lay_.tensor_id.at(t), MPI_COMM_WORLD, &in.requests[b]) != MPI_SUCCESS) {
+          fail("MPI_Irecv from rank {} failed", in.from);
+        }
+      }
+    }
   }
+}
+
+void Runner::receive(int inference, const std::string& name, int layer) {
+  auto it = incoming_.find({inference, name});
+  if (it == incoming_.end()) internal_error("rank {}: no receive posted for '{}'", rank_, name);
+  Incoming& in = it->second;
+  for (int b = 0; b < settings_.batch; ++b) {
+    const double start = now();
+    wait_bounded(in.requests[b], settings_.timeout_s,
+                 fmt::format("tensor '{}' from rank {}", name, in.from));
+    event(layer, inference, "recv", std::to_string(in.from), start,
+          static_cast<double>(in.buffers[b].nbytes()));
+    env_[inference][b][name] = std::move(in.buffers[b]);
+  }
+  incoming_.erase(it);
 }
 
 void Runner::send_exports(int inference, int layer) {
@@ -589,7 +628,7 @@ void Runner::run_layer(int inference, int layer) {
       auto p = lay_.producer.find(t);
       if (p == lay_.producer.end() || lay_.node_layer[p->second] < 0) continue;
       const int from = plan_.layers[lay_.node_layer[p->second]].group;
-      if (from != group_ && !env_[inference][0].count(t)) receive(inference, t, from, layer);
+      if (from != group_ && !env_[inference][0].count(t)) receive(inference, t, layer);
     }
   }
   if (sharded_.count(layer)) {
@@ -621,6 +660,8 @@ DistributedRun Runner::run() {
   MPI_Barrier(MPI_COMM_WORLD);
   t0_ = MPI_Wtime();
   for (int i = 0; i < settings_.stream; ++i) {
+    // Receives posted before the compute, so other groups' results arrive under it.
+    post_receives(i);
     for (int l = 0; l < static_cast<int>(w_.layers.size()); ++l) {
       if (plan_.layers[l].group == group_) run_layer(i, l);
     }

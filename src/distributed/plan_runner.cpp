@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <set>
 #include <thread>
@@ -104,9 +105,21 @@ class Runner {
   Tensor recv_tensor(DType dtype, const Shape& shape, int from, int tag, const std::string& what,
                      int inference, int layer);
   void wait_collective(MPI_Request& request, const char* what);
-  void event(int layer, int inference, const char* kind, std::string how, double start,
+  // Wall-clock and this thread's CPU time: their ratio over an event says how much of
+  // it the rank had a core (other processes on an oversubscribed machine take the rest).
+  struct Stamp {
+    double wall, cpu;
+  };
+  static double thread_cpu_seconds() {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + t.tv_nsec * 1e-9;
+  }
+  Stamp stamp() const { return {now(), thread_cpu_seconds()}; }
+  void event(int layer, int inference, const char* kind, std::string how, Stamp start,
              double bytes = 0) {
-    events_.push_back({rank_, layer, inference, kind, std::move(how), start, now(), bytes});
+    events_.push_back({rank_, layer, inference, kind, std::move(how), start.wall, now(), bytes,
+                       thread_cpu_seconds() - start.cpu});
   }
 
   // A graph run on the CPU executor under the plan the kernel orchestrator picks, or on
@@ -249,7 +262,7 @@ void Runner::run_nodes(int inference, int sample, const std::vector<std::size_t>
 }
 
 void Runner::send_tensor(const Tensor& t, int to, int tag, int inference, int layer) {
-  const double start = now();
+  const Stamp start = stamp();
   auto buffer = std::make_shared<Tensor>(t);
   MPI_Request request;
   if (MPI_Isend(buffer->raw(), static_cast<int>(buffer->nbytes()), MPI_BYTE, to, tag,
@@ -262,7 +275,7 @@ void Runner::send_tensor(const Tensor& t, int to, int tag, int inference, int la
 
 Tensor Runner::recv_tensor(DType dtype, const Shape& shape, int from, int tag,
                            const std::string& what, int inference, int layer) {
-  const double start = now();
+  const Stamp start = stamp();
   Tensor t(dtype, shape);
   MPI_Request request;
   if (MPI_Irecv(t.raw(), static_cast<int>(t.nbytes()), MPI_BYTE, from, tag, MPI_COMM_WORLD,
@@ -304,7 +317,7 @@ void Runner::receive(int inference, const std::string& name, int layer) {
   if (it == incoming_.end()) internal_error("rank {}: no receive posted for '{}'", rank_, name);
   Incoming& in = it->second;
   for (int b = 0; b < settings_.batch; ++b) {
-    const double start = now();
+    const Stamp start = stamp();
     wait_bounded(in.requests[b], settings_.timeout_s,
                  fmt::format("tensor '{}' from rank {}", name, in.from));
     event(layer, inference, "recv", std::to_string(in.from), start,
@@ -475,7 +488,7 @@ void Runner::run_sharded(int inference, int layer) {
   for (int b = 0; b < settings_.batch; ++b) {
     // 1. Each member's input: the whole activation (broadcast) or its block (scatter of
     //    the blocks the leader packs, halos included).
-    double start = now();
+    Stamp start = stamp();
     Tensor x_part;
     MPI_Request request;
     if (sl.in_axis < 0) {
@@ -507,13 +520,13 @@ void Runner::run_sharded(int inference, int layer) {
       event(layer, inference, "scatter", "group", start, static_cast<double>(x_part.nbytes()));
     }
     // 2. This member's part on the executor.
-    start = now();
+    start = stamp();
     TensorMap in;
     in.emplace(xname, std::move(x_part));
     Tensor part = std::move(sl.part->run(in).at(yname));
     event(layer, inference, "compute", strategy_name(s), start);
     // 3. Combine at the leader: gather the blocks, or sum the partials.
-    start = now();
+    start = stamp();
     Tensor combined;
     if (sl.out_axis >= 0) {
       std::vector<int> counts, displs;
@@ -549,7 +562,7 @@ void Runner::run_sharded(int inference, int layer) {
     // 4. The rest of the layer (bias, normalisation, activation...) at the leader.
     env_[inference][b][yname] = std::move(combined);
     if (sl.epilogue) {
-      start = now();
+      start = stamp();
       for (auto& [name, tensor] : sl.epilogue->run(feed(*sl.epilogue, inference, b))) {
         env_[inference][b][name] = std::move(tensor);
       }
@@ -576,7 +589,7 @@ void Runner::run_batch(int inference, int layer) {
     for (int m = 0; m < members_; ++m) counts[m] = count[m] * bytes, displs[m] = first[m] * bytes;
     std::vector<std::byte> all(leader ? static_cast<std::size_t>(settings_.batch) * bytes : 0);
     std::vector<std::byte> mine(static_cast<std::size_t>(counts[member_]));
-    const double start = now();
+    const Stamp start = stamp();
     MPI_Request request;
     if (scatter) {
       if (leader) {
@@ -614,7 +627,7 @@ void Runner::run_batch(int inference, int layer) {
   for (const std::string& t : whole_.at(layer)->graph.inputs) {
     if (!inputs_[inference][0].count(t)) exchange(t, true);  // every rank has the inputs
   }
-  const double start = now();
+  const Stamp start = stamp();
   for (int i = 0; i < count[member_]; ++i) run_whole(inference, first[member_] + i, layer);
   event(layer, inference, "compute", "batch", start);
   for (const std::string& t : whole_.at(layer)->graph.outputs) exchange(t, false);
@@ -636,7 +649,7 @@ void Runner::run_layer(int inference, int layer) {
   } else if (members_ > 1 && s == Strategy::Batch) {
     run_batch(inference, layer);
   } else if (member_ == 0) {
-    const double start = now();
+    const Stamp start = stamp();
     for (int b = 0; b < settings_.batch; ++b) run_whole(inference, b, layer);
     event(layer, inference, "compute",
           s == Strategy::None || members_ == 1 ? "none"
@@ -699,7 +712,8 @@ DistributedRun Runner::run() {
   // Every rank's events to rank 0.
   nlohmann::json mine = nlohmann::json::array();
   for (const TimedEvent& e : events_) {
-    mine.push_back({e.rank, e.layer, e.inference, e.kind, e.how, e.start_s, e.end_s, e.bytes});
+    mine.push_back(
+        {e.rank, e.layer, e.inference, e.kind, e.how, e.start_s, e.end_s, e.bytes, e.cpu_s});
   }
   const std::string text = mine.dump();
   int length = static_cast<int>(text.size());
@@ -719,7 +733,7 @@ DistributedRun Runner::run() {
       for (const auto& e : nlohmann::json::parse(all.substr(offsets[r], lengths[r]))) {
         TimedEvent ev{e[0].get<int>(),         e[1].get<int>(),         e[2].get<int>(),
                       e[3].get<std::string>(), e[4].get<std::string>(), e[5].get<double>(),
-                      e[6].get<double>(),      e[7].get<double>()};
+                      e[6].get<double>(),      e[7].get<double>(),      e[8].get<double>()};
         first[ev.inference] = std::min(first[ev.inference], ev.start_s);
         last[ev.inference] = std::max(last[ev.inference], ev.end_s);
         result.events.push_back(std::move(ev));

@@ -58,6 +58,7 @@ struct TimedEvent {
   std::string how;   // the strategy as executed (compute) or the peer rank (transfers)
   double start_s = 0, end_s = 0;
   double bytes = 0;
+  double cpu_s = 0;  // CPU time of the rank's thread during the event
 };
 
 struct DistributedRun {

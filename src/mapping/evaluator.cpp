@@ -90,7 +90,8 @@ Evaluator::Evaluator(const Workload& workload, const System& system,
           const Design& cpu = system.designs[0];
           const double t = provider.compute_seconds(split ? shard : layer, cpu);
           compute_[slot(l, 0, p, st)] =
-              t < 0 ? t : t * cpu_oversubscription((split ? p : 1) * cpu.threads, system.cpu_network);
+              t < 0 ? t
+                    : t * cpu_oversubscription((split ? p : 1) * cpu.threads, system.cpu_network);
           continue;
         }
         comm = intra_layer_comm_seconds(layer, st, p, system.intra_group_gbs, bytes_per_element());

@@ -7,6 +7,7 @@
 // rank without hanging.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -114,7 +115,10 @@ class EveryStrategy : public ::testing::TestWithParam<const char*> {};
 // strategy), and a second run at 4 ranks gives the same bytes.
 TEST_P(EveryStrategy, TinyModelsMatchTheReferenceOnTwoAndFourRanks) {
   const std::string strategy = GetParam();
-  const fs::path dir = scratch("strategy");
+  // One folder per strategy: ctest runs the strategies in parallel.
+  std::string folder = "strategy_" + strategy;
+  std::replace(folder.begin(), folder.end(), '/', '_');
+  const fs::path dir = scratch(folder);
   for (int ranks : {2, 4}) {
     for (const char* model : {"tiny_conv", "tiny_mlp", "tiny_attention"}) {
       if (ranks == 4 && std::string(model) == "tiny_mlp") continue;  // keeps the suite short

@@ -87,7 +87,8 @@ std::string timeline_json(const distributed::MappingPlan& plan,
                              {"how", e.how},
                              {"start_s", e.start_s},
                              {"end_s", e.end_s},
-                             {"bytes", e.bytes}});
+                             {"bytes", e.bytes},
+                             {"cpu_s", e.cpu_s}});
   }
   return j.dump(1) + "\n";
 }
@@ -165,6 +166,13 @@ void run_mapping_plan(const ModelOptions& model, const std::vector<std::string>&
         run.latency_s[0] * 1e3, mean * 1e3, plan.latency_s * 1e3);
     fmt::print("stream   {} inferences in {:.3f} ms: {:.2f} inferences/s\n", o.stream,
                run.seconds * 1e3, o.stream / run.seconds);
+    // How much of its compute time each rank had a core: well below 1 when other
+    // processes (or more ranks than cores) share the machine.
+    double wall = 0, cpu = 0;
+    for (const distributed::TimedEvent& e : run.events) {
+      if (e.kind == "compute") wall += e.end_s - e.start_s, cpu += e.cpu_s;
+    }
+    if (wall > 0) fmt::print("cpu      share of compute time on a core {:.2f}\n", cpu / wall);
     if (o.check) {
       // The single-process reference interpreter on the same inputs.
       ReferenceInterpreter reference(g);

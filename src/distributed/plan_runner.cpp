@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <set>
 #include <thread>
@@ -15,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "distributed/mpi_session.hpp"
+#include "distributed/op_shards.hpp"
 #include "distributed/tensor_slices.hpp"
 #include "eval/random_inputs.hpp"
 #include "orchestrate/orchestrator.hpp"
@@ -75,7 +77,15 @@ class Runner {
     member_ = rank_ - pg.first_device;
     members_ = pg.devices;
     leader_ = pg.first_device;
+    if (MPI_Comm_split(MPI_COMM_WORLD, group_, rank_, &comm_) != MPI_SUCCESS) {
+      fail("rank {}: MPI_Comm_split for group {} failed", rank_, group_);
+    }
   }
+  ~Runner() {
+    if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  }
+  Runner(const Runner&) = delete;
+  Runner& operator=(const Runner&) = delete;
 
   DistributedRun run();
 
@@ -86,32 +96,69 @@ class Runner {
   const Tensor& value(int inference, int sample, const std::string& name);
   void run_nodes(int inference, int sample, const std::vector<std::size_t>& nodes);
   void run_layer(int inference, int layer);
-  void run_sharded_linear(int inference, int layer, Strategy s);
+  void run_sharded(int inference, int layer);
   void run_batch(int inference, int layer);
   void send_exports(int inference, int layer);
-  void receive(int inference, const std::string& name, int from_group, int layer);
-  std::vector<Tensor> linear_part(const Node& node, std::vector<const Tensor*> args, Strategy s,
-                                  int part, int parts);
+  void post_receives(int inference);
+  void receive(int inference, const std::string& name, int layer);
   void send_tensor(const Tensor& t, int to, int tag, int inference, int layer);
   Tensor recv_tensor(DType dtype, const Shape& shape, int from, int tag, const std::string& what,
                      int inference, int layer);
-  void event(int layer, int inference, const char* kind, std::string how, double start,
+  void wait_collective(MPI_Request& request, const char* what);
+  // Wall-clock and this thread's CPU time: their ratio over an event says how much of
+  // it the rank had a core (other processes on an oversubscribed machine take the rest).
+  struct Stamp {
+    double wall, cpu;
+  };
+  static double thread_cpu_seconds() {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + t.tv_nsec * 1e-9;
+  }
+  Stamp stamp() const { return {now(), thread_cpu_seconds()}; }
+  void event(int layer, int inference, const char* kind, std::string how, Stamp start,
              double bytes = 0) {
-    events_.push_back({rank_, layer, inference, kind, std::move(how), start, now(), bytes});
+    events_.push_back({rank_, layer, inference, kind, std::move(how), start.wall, now(), bytes,
+                       thread_cpu_seconds() - start.cpu});
   }
 
-  // A layer's nodes as a graph of their own, orchestrated for the CPU and ready to run.
-  struct LayerProgram {
+  // A graph run on the CPU executor under the plan the kernel orchestrator picks, or on
+  // the reference kernels when there is no CPU model or the executor refuses it.
+  struct Program {
     Graph graph;
     Orchestration orchestration;
     std::unique_ptr<PlanExecutor> executor;
+    std::unique_ptr<ReferenceInterpreter> reference;
+    TensorMap run(const TensorMap& feed);
   };
-  // Null when the executor cannot run the layer (the reference kernels do then).
-  LayerProgram* program(int layer);
-  void run_layer_nodes(int inference, int sample, int layer);
+  // A layer whose linear op the group splits (op_shards.hpp): this member's part, the
+  // leader's epilogue (the layer's other nodes) and every part's blocks (leader).
+  struct ShardedLayer {
+    int in_axis = -1, out_axis = -1;
+    std::vector<std::int64_t> in_begin, in_end;
+    std::vector<int> in_bytes;
+    std::vector<Shape> out_shape;
+    Shape own_in_shape;
+    std::unique_ptr<Program> part, epilogue;
+  };
+  std::vector<std::string> layer_outputs(int layer) const;
+  Graph nodes_graph(const std::string& name, const std::vector<std::size_t>& nodes,
+                    const std::vector<std::string>& outputs) const;
+  std::unique_ptr<Program> make_program(Graph graph) const;
+  TensorMap feed(const Program& p, int inference, int sample);
+  void prepare_layer(int layer);
+  void run_whole(int inference, int sample, int layer);
 
-  std::map<int, std::unique_ptr<LayerProgram>> programs_;
-  std::set<int> refused_;
+  // Tensors from other groups, per (inference, name): one posted receive per sample.
+  struct Incoming {
+    int from = 0;
+    std::vector<MPI_Request> requests;
+    std::vector<Tensor> buffers;
+  };
+  std::map<std::pair<int, std::string>, Incoming> incoming_;
+  std::map<int, std::unique_ptr<Program>> whole_;
+  std::map<int, std::unique_ptr<ShardedLayer>> sharded_;
+  MPI_Comm comm_ = MPI_COMM_NULL;  // the group's ranks, for its collectives
   const Graph& g_;
   const mapping::Workload& w_;
   const MappingPlan& plan_;
@@ -214,70 +261,8 @@ void Runner::run_nodes(int inference, int sample, const std::vector<std::size_t>
   }
 }
 
-Runner::LayerProgram* Runner::program(int layer) {
-  if (!settings_.cpu_model || refused_.count(layer)) return nullptr;
-  if (auto it = programs_.find(layer); it != programs_.end()) return it->second.get();
-  auto p = std::make_unique<LayerProgram>();
-  Graph& sub = p->graph;
-  sub.name = w_.layers[layer].name;
-  sub.opset = g_.opset;
-  for (const std::string& t : lay_.reads[layer]) {
-    sub.add_tensor(t) = g_.tensor(t);
-    sub.tensor(t).data = nullptr;
-    sub.inputs.push_back(t);
-  }
-  for (std::size_t n : w_.layers[layer].nodes) {
-    const Node& node = g_.nodes[n];
-    for (const auto& in : node.inputs) {
-      if (!in.empty() && g_.is_constant(in)) sub.add_tensor(in) = g_.tensor(in);
-    }
-    for (const auto& o : node.outputs) {
-      if (!o.empty()) sub.add_tensor(o) = g_.tensor(o);
-    }
-    sub.nodes.push_back(node);
-  }
-  sub.outputs = lay_.exports[layer];
-  for (int l = layer + 1; l < static_cast<int>(w_.layers.size()); ++l) {
-    for (const std::string& t : lay_.reads[l]) {
-      auto pr = lay_.producer.find(t);
-      if (pr != lay_.producer.end() && lay_.node_layer[pr->second] == layer &&
-          std::find(sub.outputs.begin(), sub.outputs.end(), t) == sub.outputs.end()) {
-        sub.outputs.push_back(t);
-      }
-    }
-  }
-  try {
-    if (sub.outputs.empty()) fail("layer has no outputs");
-    OrchestrateOptions options;
-    options.time_limit_s = 2;
-    p->orchestration = orchestrate(sub, *settings_.cpu_model, options);
-    p->executor =
-        std::make_unique<PlanExecutor>(p->orchestration.fission.graph, p->orchestration.optimal,
-                                       p->orchestration.fission.alternatives);
-    p->executor->execute(make_random_inputs(sub, 0));  // warm-up: oneDNN JIT, page faults
-  } catch (const std::exception&) {
-    refused_.insert(layer);
-    return nullptr;
-  }
-  return (programs_[layer] = std::move(p)).get();
-}
-
-void Runner::run_layer_nodes(int inference, int sample, int layer) {
-  LayerProgram* p = program(layer);
-  if (p == nullptr) {
-    run_nodes(inference, sample, w_.layers[layer].nodes);
-    return;
-  }
-  TensorMap feed;
-  for (const std::string& t : lay_.reads[layer]) feed.emplace(t, value(inference, sample, t));
-  p->executor->execute(feed);
-  for (auto& [name, tensor] : p->executor->outputs()) {
-    env_[inference][sample][name] = std::move(tensor);
-  }
-}
-
 void Runner::send_tensor(const Tensor& t, int to, int tag, int inference, int layer) {
-  const double start = now();
+  const Stamp start = stamp();
   auto buffer = std::make_shared<Tensor>(t);
   MPI_Request request;
   if (MPI_Isend(buffer->raw(), static_cast<int>(buffer->nbytes()), MPI_BYTE, to, tag,
@@ -290,7 +275,7 @@ void Runner::send_tensor(const Tensor& t, int to, int tag, int inference, int la
 
 Tensor Runner::recv_tensor(DType dtype, const Shape& shape, int from, int tag,
                            const std::string& what, int inference, int layer) {
-  const double start = now();
+  const Stamp start = stamp();
   Tensor t(dtype, shape);
   MPI_Request request;
   if (MPI_Irecv(t.raw(), static_cast<int>(t.nbytes()), MPI_BYTE, from, tag, MPI_COMM_WORLD,
@@ -302,13 +287,44 @@ Tensor Runner::recv_tensor(DType dtype, const Shape& shape, int from, int tag,
   return t;
 }
 
-void Runner::receive(int inference, const std::string& name, int from_group, int layer) {
-  const TensorInfo& info = g_.tensor(name);
-  for (int b = 0; b < settings_.batch; ++b) {
-    env_[inference][b][name] =
-        recv_tensor(info.dtype, info.shape, leader_of(from_group), lay_.tensor_id.at(name),
-                    "tensor '" + name + "'", inference, layer);
+void Runner::post_receives(int inference) {
+  if (member_ != 0) return;
+  for (int l = 0; l < static_cast<int>(w_.layers.size()); ++l) {
+    if (plan_.layers[l].group != group_) continue;
+    for (const std::string& t : lay_.reads[l]) {
+      auto p = lay_.producer.find(t);
+      if (p == lay_.producer.end() || lay_.node_layer[p->second] < 0) continue;
+      const int from = plan_.layers[lay_.node_layer[p->second]].group;
+      if (from == group_ || incoming_.count({inference, t})) continue;
+      Incoming& in = incoming_[{inference, t}];
+      in.from = leader_of(from);
+      in.requests.resize(settings_.batch);
+      in.buffers.reserve(settings_.batch);  // no reallocation under a posted receive
+      const TensorInfo& info = g_.tensor(t);
+      for (int b = 0; b < settings_.batch; ++b) {
+        Tensor& buffer = in.buffers.emplace_back(info.dtype, info.shape);
+        if (MPI_Irecv(buffer.raw(), static_cast<int>(buffer.nbytes()), MPI_BYTE, in.from,
+                      lay_.tensor_id.at(t), MPI_COMM_WORLD, &in.requests[b]) != MPI_SUCCESS) {
+          fail("MPI_Irecv from rank {} failed", in.from);
+        }
+      }
+    }
   }
+}
+
+void Runner::receive(int inference, const std::string& name, int layer) {
+  auto it = incoming_.find({inference, name});
+  if (it == incoming_.end()) internal_error("rank {}: no receive posted for '{}'", rank_, name);
+  Incoming& in = it->second;
+  for (int b = 0; b < settings_.batch; ++b) {
+    const Stamp start = stamp();
+    wait_bounded(in.requests[b], settings_.timeout_s,
+                 fmt::format("tensor '{}' from rank {}", name, in.from));
+    event(layer, inference, "recv", std::to_string(in.from), start,
+          static_cast<double>(in.buffers[b].nbytes()));
+    env_[inference][b][name] = std::move(in.buffers[b]);
+  }
+  incoming_.erase(it);
 }
 
 void Runner::send_exports(int inference, int layer) {
@@ -334,171 +350,287 @@ void Runner::send_exports(int inference, int layer) {
   }
 }
 
-// The layer's linear op run on part `part` of `parts` (out- or in-channel block).
-std::vector<Tensor> Runner::linear_part(const Node& node, std::vector<const Tensor*> args,
-                                        Strategy s, int part, int parts) {
-  const std::string& op = node.op_type;
-  const bool out_channel = s == Strategy::OutChannel;
-  const Tensor& x = *args[0];
-  const Tensor& wt = *args[1];
-  std::vector<Tensor> owned;
-  owned.reserve(3);
-  Node shard = node;
-  auto take = [&](Tensor t) {
-    owned.push_back(std::move(t));
-    return &owned.back();
-  };
-  if (op == "Conv") {
-    if (out_channel) {
-      const auto [b, e] = block_range(wt.shape()[0], part, parts);
-      args[1] = take(slice_axis(wt, 0, b, e));
-      if (args.size() > 2 && args[2]) args[2] = take(slice_axis(*args[2], 0, b, e));
-    } else {
-      const auto [b, e] = block_range(wt.shape()[1], part, parts);
-      args[0] = take(slice_axis(x, 1, b, e));
-      args[1] = take(slice_axis(wt, 1, b, e));
-      if (part != 0 && args.size() > 2) args[2] = nullptr, shard.inputs[2] = "";
-    }
-  } else {  // Gemm or MatMul with a constant 2-D weight
-    const bool trans_b = op == "Gemm" && node.attr_int("transB", 0) != 0;
-    const int w_out_axis = trans_b ? 0 : 1;
-    if (out_channel) {
-      const auto [b, e] = block_range(wt.shape()[w_out_axis], part, parts);
-      args[1] = take(slice_axis(wt, w_out_axis, b, e));
-      if (args.size() > 2 && args[2]) {
-        const Tensor& bias = *args[2];
-        if (bias.rank() >= 1 && bias.shape().back() == wt.shape()[w_out_axis]) {
-          args[2] = take(slice_axis(bias, static_cast<int>(bias.rank()) - 1, b, e));
-        }
-      }
-    } else {
-      const auto [b, e] = block_range(wt.shape()[1 - w_out_axis], part, parts);
-      args[0] = take(slice_axis(x, static_cast<int>(x.rank()) - 1, b, e));
-      args[1] = take(slice_axis(wt, 1 - w_out_axis, b, e));
-      if (part != 0 && args.size() > 2) args[2] = nullptr, shard.inputs[2] = "";
-    }
-  }
-  // A one-node graph whose output shape follows the shard's inputs.
-  Graph mini;
-  for (std::size_t i = 0; i < shard.inputs.size(); ++i) {
-    if (shard.inputs[i].empty() || !args[i]) continue;
-    mini.set_type(shard.inputs[i], args[i]->dtype(), args[i]->shape());
-  }
-  for (const auto& o : shard.outputs) {
-    if (!o.empty()) mini.set_dynamic(o);
-  }
-  return run_reference_node(mini, shard, args);
-}
-
-void Runner::run_sharded_linear(int inference, int layer, Strategy s) {
-  const std::vector<std::size_t>& nodes = w_.layers[layer].nodes;
-  const Node& linear = g_.nodes[nodes[0]];
-  const int axis = linear.op_type == "Conv" ? 1 : -1;  // output channels
-  for (int b = 0; b < settings_.batch; ++b) {
-    // The leader sends the activation to every member; weights are on every rank.
-    const std::string& xname = linear.inputs[0];
-    const TensorInfo& xi = g_.tensor(xname);
-    const int tag = lay_.tensor_id.at(xname);
-    const Tensor* x = nullptr;
-    Tensor received;
-    if (member_ == 0) {
-      x = &value(inference, b, xname);
-      for (int m = 1; m < members_; ++m) send_tensor(*x, leader_ + m, tag, inference, layer);
-    } else {
-      received = recv_tensor(xi.dtype, xi.shape, leader_, tag, "a layer input", inference, layer);
-      x = &received;
-    }
-    std::vector<const Tensor*> args;
-    for (const auto& in : linear.inputs) {
-      args.push_back(in.empty() ? nullptr : in == xname ? x : &value(inference, b, in));
-    }
-    const double start = now();
-    Tensor part = std::move(linear_part(linear, args, s, member_, members_)[0]);
-    event(layer, inference, "compute", strategy_name(s), start);
-    const int out_tag = lay_.tensor_id.at(linear.outputs[0]);
-    if (member_ != 0) {
-      MPI_Request request;
-      if (MPI_Isend(part.raw(), static_cast<int>(part.nbytes()), MPI_BYTE, leader_, out_tag,
-                    MPI_COMM_WORLD, &request) != MPI_SUCCESS) {
-        fail("MPI_Isend to rank {} failed", leader_);
-      }
-      wait_bounded(request, settings_.timeout_s, "the leader taking a partial result");
-      continue;
-    }
-    std::vector<Tensor> parts{std::move(part)};
-    const TensorInfo& oi = g_.tensor(linear.outputs[0]);
-    for (int m = 1; m < members_; ++m) {
-      Shape shape = oi.shape;
-      if (s == Strategy::OutChannel) {
-        const int ax = axis < 0 ? static_cast<int>(shape.size()) - 1 : axis;
-        const auto [lo, hi] = block_range(shape[ax], m, members_);
-        shape[ax] = hi - lo;
-      }
-      parts.push_back(
-          recv_tensor(oi.dtype, shape, leader_ + m, out_tag, "a partial result", inference, layer));
-    }
-    const double combine = now();
-    Tensor out = s == Strategy::OutChannel
-                     ? concat_axis(parts, axis < 0 ? static_cast<int>(oi.shape.size()) - 1 : axis)
-                     : sum_f32(parts);
-    env_[inference][b][linear.outputs[0]] = std::move(out);
-    std::vector<std::size_t> rest(nodes.begin() + 1, nodes.end());
-    run_nodes(inference, b, rest);
-    event(layer, inference, "compute", "epilogue", combine);
-  }
-}
-
-void Runner::run_batch(int inference, int layer) {
-  const auto [lo, hi] = block_range(settings_.batch, member_, members_);
-  if (member_ == 0) {
-    for (int m = 1; m < members_; ++m) {
-      const auto [mlo, mhi] = block_range(settings_.batch, m, members_);
-      for (int b = static_cast<int>(mlo); b < mhi; ++b) {
-        for (const std::string& t : lay_.reads[layer]) {
-          if (inputs_[inference][b].count(t)) continue;  // every rank has the inputs
-          send_tensor(value(inference, b, t), leader_ + m, lay_.tensor_id.at(t), inference, layer);
-        }
-      }
-    }
-  } else {
-    for (int b = static_cast<int>(lo); b < hi; ++b) {
-      for (const std::string& t : lay_.reads[layer]) {
-        if (inputs_[inference][b].count(t)) continue;
-        const TensorInfo& info = g_.tensor(t);
-        env_[inference][b][t] = recv_tensor(info.dtype, info.shape, leader_, lay_.tensor_id.at(t),
-                                            "a layer input", inference, layer);
-      }
-    }
-  }
-  const double start = now();
-  for (int b = static_cast<int>(lo); b < hi; ++b) run_layer_nodes(inference, b, layer);
-  event(layer, inference, "compute", "batch", start);
-  // Outputs the rest of the plan needs go back to the leader.
-  std::set<std::string> needed(lay_.exports[layer].begin(), lay_.exports[layer].end());
+std::vector<std::string> Runner::layer_outputs(int layer) const {
+  std::vector<std::string> outputs = lay_.exports[layer];
   for (int l = layer + 1; l < static_cast<int>(w_.layers.size()); ++l) {
-    if (plan_.layers[l].group != group_) continue;
     for (const std::string& t : lay_.reads[l]) {
-      auto p = lay_.producer.find(t);
-      if (p != lay_.producer.end() && lay_.node_layer[p->second] == layer) needed.insert(t);
+      auto pr = lay_.producer.find(t);
+      if (pr != lay_.producer.end() && lay_.node_layer[pr->second] == layer &&
+          std::find(outputs.begin(), outputs.end(), t) == outputs.end()) {
+        outputs.push_back(t);
+      }
     }
   }
-  for (const std::string& t : needed) {
+  return outputs;
+}
+
+Graph Runner::nodes_graph(const std::string& name, const std::vector<std::size_t>& nodes,
+                          const std::vector<std::string>& outputs) const {
+  Graph sub;
+  sub.name = name;
+  sub.opset = g_.opset;
+  std::set<std::string> inside;
+  for (std::size_t n : nodes) {
+    for (const auto& o : g_.nodes[n].outputs) inside.insert(o);
+  }
+  for (std::size_t n : nodes) {
+    const Node& node = g_.nodes[n];
+    for (const auto& in : node.inputs) {
+      if (in.empty() || inside.count(in) || sub.has_tensor(in)) continue;
+      sub.add_tensor(in) = g_.tensor(in);
+      if (!g_.is_constant(in)) sub.inputs.push_back(in);
+    }
+    for (const auto& o : node.outputs) {
+      if (!o.empty()) sub.add_tensor(o) = g_.tensor(o);
+    }
+    sub.nodes.push_back(node);
+  }
+  sub.outputs = outputs;
+  return sub;
+}
+
+std::unique_ptr<Runner::Program> Runner::make_program(Graph graph) const {
+  auto p = std::make_unique<Program>();
+  p->graph = std::move(graph);
+  if (p->graph.outputs.empty()) internal_error("a layer program without outputs");
+  if (settings_.cpu_model) {
+    try {
+      OrchestrateOptions options;
+      options.time_limit_s = 2;
+      p->orchestration = orchestrate(p->graph, *settings_.cpu_model, options);
+      p->executor =
+          std::make_unique<PlanExecutor>(p->orchestration.fission.graph, p->orchestration.optimal,
+                                         p->orchestration.fission.alternatives);
+      p->executor->execute(make_random_inputs(p->graph, 0));  // warm-up: oneDNN JIT, pages
+      return p;
+    } catch (const std::exception&) {
+      p->executor.reset();  // the executor refuses it: the reference kernels run it
+    }
+  }
+  p->reference = std::make_unique<ReferenceInterpreter>(p->graph);
+  return p;
+}
+
+TensorMap Runner::Program::run(const TensorMap& feed) {
+  if (executor) return executor->run(feed);
+  return reference->run(feed);
+}
+
+TensorMap Runner::feed(const Program& p, int inference, int sample) {
+  TensorMap map;
+  for (const std::string& t : p.graph.inputs) {
+    const Tensor& v = value(inference, sample, t);
+    // A view, not a copy: the program only reads its inputs.
+    map.emplace(t, Tensor::view(v.dtype(), v.shape(), const_cast<std::byte*>(v.raw())));
+  }
+  return map;
+}
+
+void Runner::prepare_layer(int layer) {
+  const Strategy s = plan_.layers[layer].sharding;
+  const std::vector<std::size_t>& nodes = w_.layers[layer].nodes;
+  const Node& first = g_.nodes[nodes[0]];
+  const std::string& name = w_.layers[layer].name;
+  const bool split = s == Strategy::OutChannel || s == Strategy::InChannelAllReduce ||
+                     s == Strategy::InChannelReduceScatter || s == Strategy::Spatial;
+  if (members_ > 1 && split && can_shard_op(g_, first, s, members_)) {
+    auto sl = std::make_unique<ShardedLayer>();
+    for (int m = 0; m < members_; ++m) {
+      if (m != member_ && member_ != 0) continue;  // members need only their own part
+      OpShard shard = shard_op(g_, first, s, m, members_);
+      sl->in_axis = shard.in_axis;
+      sl->out_axis = shard.out_axis;
+      sl->in_begin.push_back(shard.in_begin);
+      sl->in_end.push_back(shard.in_end);
+      sl->in_bytes.push_back(static_cast<int>(shape_numel(shard.in_shape) * 4));
+      sl->out_shape.push_back(shard.out_shape);
+      if (m == member_) {
+        sl->own_in_shape = shard.in_shape;
+        sl->part = make_program(std::move(shard.graph));
+      }
+    }
+    if (member_ == 0) {
+      std::vector<std::size_t> rest(nodes.begin() + 1, nodes.end());
+      std::vector<std::string> outputs = layer_outputs(layer);
+      std::erase(outputs, first.outputs[0]);  // the combined result is stored as it is
+      if (!rest.empty() && !outputs.empty()) {
+        sl->epilogue = make_program(nodes_graph(name + "_epilogue", rest, outputs));
+      }
+    }
+    sharded_[layer] = std::move(sl);
+    return;
+  }
+  if (member_ == 0 || (members_ > 1 && s == Strategy::Batch)) {
+    whole_[layer] = make_program(nodes_graph(name, nodes, layer_outputs(layer)));
+  }
+}
+
+void Runner::run_whole(int inference, int sample, int layer) {
+  Program& p = *whole_.at(layer);
+  for (auto& [name, tensor] : p.run(feed(p, inference, sample))) {
+    env_[inference][sample][name] = std::move(tensor);
+  }
+}
+
+void Runner::wait_collective(MPI_Request& request, const char* what) {
+  wait_bounded(
+      request, settings_.timeout_s,
+      fmt::format("{} in group {} (ranks {}..{})", what, group_, leader_, leader_ + members_ - 1));
+}
+
+void Runner::run_sharded(int inference, int layer) {
+  ShardedLayer& sl = *sharded_.at(layer);
+  const Strategy s = plan_.layers[layer].sharding;
+  const Node& linear = g_.nodes[w_.layers[layer].nodes[0]];
+  const std::string& xname = linear.inputs[0];
+  const std::string& yname = linear.outputs[0];
+  const bool leader = member_ == 0;
+  for (int b = 0; b < settings_.batch; ++b) {
+    // 1. Each member's input: the whole activation (broadcast) or its block (scatter of
+    //    the blocks the leader packs, halos included).
+    Stamp start = stamp();
+    Tensor x_part;
+    MPI_Request request;
+    if (sl.in_axis < 0) {
+      const TensorInfo& xi = g_.tensor(xname);
+      if (leader) {
+        const Tensor& x = value(inference, b, xname);
+        x_part = Tensor::view(x.dtype(), x.shape(), const_cast<std::byte*>(x.raw()));
+      } else {
+        x_part = Tensor(xi.dtype, xi.shape);
+      }
+      MPI_Ibcast(x_part.raw(), static_cast<int>(x_part.nbytes()), MPI_BYTE, 0, comm_, &request);
+      wait_collective(request, "a broadcast");
+      event(layer, inference, "bcast", "group", start, static_cast<double>(x_part.nbytes()));
+    } else {
+      std::vector<std::byte> packed;
+      std::vector<int> displs;
+      if (leader) {
+        const Tensor& x = value(inference, b, xname);
+        for (int m = 0; m < members_; ++m) {
+          displs.push_back(static_cast<int>(packed.size()));
+          const Tensor block = slice_axis(x, sl.in_axis, sl.in_begin[m], sl.in_end[m]);
+          packed.insert(packed.end(), block.raw(), block.raw() + block.nbytes());
+        }
+      }
+      x_part = Tensor(DType::F32, sl.own_in_shape);
+      MPI_Iscatterv(packed.data(), sl.in_bytes.data(), displs.data(), MPI_BYTE, x_part.raw(),
+                    static_cast<int>(x_part.nbytes()), MPI_BYTE, 0, comm_, &request);
+      wait_collective(request, "a scatter");
+      event(layer, inference, "scatter", "group", start, static_cast<double>(x_part.nbytes()));
+    }
+    // 2. This member's part on the executor.
+    start = stamp();
+    TensorMap in;
+    in.emplace(xname, std::move(x_part));
+    Tensor part = std::move(sl.part->run(in).at(yname));
+    event(layer, inference, "compute", strategy_name(s), start);
+    // 3. Combine at the leader: gather the blocks, or sum the partials.
+    start = stamp();
+    Tensor combined;
+    if (sl.out_axis >= 0) {
+      std::vector<int> counts, displs;
+      std::vector<std::byte> packed;
+      if (leader) {
+        int at = 0;
+        for (const Shape& shape : sl.out_shape) {
+          counts.push_back(static_cast<int>(shape_numel(shape) * 4));
+          displs.push_back(at);
+          at += counts.back();
+        }
+        packed.resize(at);
+      }
+      MPI_Igatherv(part.raw(), static_cast<int>(part.nbytes()), MPI_BYTE, packed.data(),
+                   counts.data(), displs.data(), MPI_BYTE, 0, comm_, &request);
+      wait_collective(request, "a gather");
+      if (leader) {
+        std::vector<Tensor> parts;
+        for (int m = 0; m < members_; ++m) {
+          parts.push_back(Tensor::view(DType::F32, sl.out_shape[m], packed.data() + displs[m]));
+        }
+        combined = concat_axis(parts, sl.out_axis);
+      }
+      event(layer, inference, "gather", "group", start, static_cast<double>(part.nbytes()));
+    } else {
+      if (leader) combined = Tensor(DType::F32, part.shape());
+      MPI_Ireduce(part.raw(), leader ? combined.raw() : nullptr, static_cast<int>(part.numel()),
+                  MPI_FLOAT, MPI_SUM, 0, comm_, &request);
+      wait_collective(request, "a sum (reduce)");
+      event(layer, inference, "reduce", "group", start, static_cast<double>(part.nbytes()));
+    }
+    if (!leader) continue;
+    // 4. The rest of the layer (bias, normalisation, activation...) at the leader.
+    env_[inference][b][yname] = std::move(combined);
+    if (sl.epilogue) {
+      start = stamp();
+      for (auto& [name, tensor] : sl.epilogue->run(feed(*sl.epilogue, inference, b))) {
+        env_[inference][b][name] = std::move(tensor);
+      }
+      event(layer, inference, "compute", "epilogue", start);
+    }
+  }
+}
+
+// Batch sharding: every read tensor's samples scattered to the members by blocks, each
+// member runs the whole layer on its samples, the results gathered back.
+void Runner::run_batch(int inference, int layer) {
+  const bool leader = member_ == 0;
+  std::vector<int> first(members_), count(members_);
+  for (int m = 0; m < members_; ++m) {
+    const auto [lo, hi] = block_range(settings_.batch, m, members_);
+    first[m] = static_cast<int>(lo);
+    count[m] = static_cast<int>(hi - lo);
+  }
+  // Moves the samples of tensor `t` between the leader and the members.
+  auto exchange = [&](const std::string& t, bool scatter) {
     const TensorInfo& info = g_.tensor(t);
-    if (member_ != 0) {
-      for (int b = static_cast<int>(lo); b < hi; ++b) {
-        send_tensor(env_[inference][b].at(t), leader_, lay_.tensor_id.at(t), inference, layer);
+    const int bytes = static_cast<int>(shape_numel(info.shape) * dtype_size(info.dtype));
+    std::vector<int> counts(members_), displs(members_);
+    for (int m = 0; m < members_; ++m) counts[m] = count[m] * bytes, displs[m] = first[m] * bytes;
+    std::vector<std::byte> all(leader ? static_cast<std::size_t>(settings_.batch) * bytes : 0);
+    std::vector<std::byte> mine(static_cast<std::size_t>(counts[member_]));
+    const Stamp start = stamp();
+    MPI_Request request;
+    if (scatter) {
+      if (leader) {
+        for (int b = 0; b < settings_.batch; ++b) {
+          std::memcpy(all.data() + b * bytes, value(inference, b, t).raw(), bytes);
+        }
       }
-      continue;
-    }
-    for (int m = 1; m < members_; ++m) {
-      const auto [mlo, mhi] = block_range(settings_.batch, m, members_);
-      for (int b = static_cast<int>(mlo); b < mhi; ++b) {
-        env_[inference][b][t] =
-            recv_tensor(info.dtype, info.shape, leader_ + m, lay_.tensor_id.at(t), "a batch result",
-                        inference, layer);
+      MPI_Iscatterv(all.data(), counts.data(), displs.data(), MPI_BYTE, mine.data(),
+                    counts[member_], MPI_BYTE, 0, comm_, &request);
+      wait_collective(request, "a batch scatter");
+      for (int i = 0; i < count[member_]; ++i) {
+        Tensor v(info.dtype, info.shape);
+        std::memcpy(v.raw(), mine.data() + i * bytes, bytes);
+        env_[inference][first[member_] + i][t] = std::move(v);
+      }
+    } else {
+      for (int i = 0; i < count[member_]; ++i) {
+        std::memcpy(mine.data() + i * bytes, env_[inference][first[member_] + i].at(t).raw(),
+                    bytes);
+      }
+      MPI_Igatherv(mine.data(), counts[member_], MPI_BYTE, all.data(), counts.data(), displs.data(),
+                   MPI_BYTE, 0, comm_, &request);
+      wait_collective(request, "a batch gather");
+      if (leader) {
+        for (int b = count[0]; b < settings_.batch; ++b) {
+          Tensor v(info.dtype, info.shape);
+          std::memcpy(v.raw(), all.data() + b * bytes, bytes);
+          env_[inference][b][t] = std::move(v);
+        }
       }
     }
+    event(layer, inference, scatter ? "scatter" : "gather", "group", start,
+          static_cast<double>(counts[member_]));
+  };
+  for (const std::string& t : whole_.at(layer)->graph.inputs) {
+    if (!inputs_[inference][0].count(t)) exchange(t, true);  // every rank has the inputs
   }
+  const Stamp start = stamp();
+  for (int i = 0; i < count[member_]; ++i) run_whole(inference, first[member_] + i, layer);
+  event(layer, inference, "compute", "batch", start);
+  for (const std::string& t : whole_.at(layer)->graph.outputs) exchange(t, false);
 }
 
 void Runner::run_layer(int inference, int layer) {
@@ -509,27 +641,16 @@ void Runner::run_layer(int inference, int layer) {
       auto p = lay_.producer.find(t);
       if (p == lay_.producer.end() || lay_.node_layer[p->second] < 0) continue;
       const int from = plan_.layers[lay_.node_layer[p->second]].group;
-      if (from != group_ && !env_[inference][0].count(t)) receive(inference, t, from, layer);
+      if (from != group_ && !env_[inference][0].count(t)) receive(inference, t, layer);
     }
   }
-  const std::vector<std::size_t>& nodes = w_.layers[layer].nodes;
-  const Node& first = g_.nodes[nodes[0]];
-  const bool linear_with_weight =
-      (first.op_type == "Conv" || first.op_type == "Gemm" || first.op_type == "MatMul") &&
-      first.inputs.size() >= 2 && g_.is_constant(first.inputs[1]) &&
-      g_.tensor(first.inputs[1]).shape.size() >= 2 &&
-      (first.op_type == "Conv" || g_.tensor(first.inputs[1]).shape.size() == 2) &&
-      !(first.op_type == "Gemm" && first.attr_int("transA", 0) != 0) &&
-      (first.op_type != "Conv" || first.attr_int("group", 1) == 1);
-  const bool channel = s == Strategy::OutChannel || s == Strategy::InChannelAllReduce ||
-                       s == Strategy::InChannelReduceScatter;
-  if (members_ > 1 && s == Strategy::Batch) {
+  if (sharded_.count(layer)) {
+    run_sharded(inference, layer);
+  } else if (members_ > 1 && s == Strategy::Batch) {
     run_batch(inference, layer);
-  } else if (members_ > 1 && channel && linear_with_weight) {
-    run_sharded_linear(inference, layer, s);
   } else if (member_ == 0) {
-    const double start = now();
-    for (int b = 0; b < settings_.batch; ++b) run_layer_nodes(inference, b, layer);
+    const Stamp start = stamp();
+    for (int b = 0; b < settings_.batch; ++b) run_whole(inference, b, layer);
     event(layer, inference, "compute",
           s == Strategy::None || members_ == 1 ? "none"
                                                : fmt::format("none (planned {})", strategy_name(s)),
@@ -542,13 +663,18 @@ DistributedRun Runner::run() {
   omp_set_num_threads(settings_.threads);
   // Every layer this rank may run, orchestrated before the clock starts.
   for (int l = 0; l < static_cast<int>(w_.layers.size()); ++l) {
-    if (plan_.layers[l].group == group_) program(l);
+    if (plan_.layers[l].group == group_) prepare_layer(l);
   }
   env_.assign(settings_.stream,
               std::vector<std::unordered_map<std::string, Tensor>>(settings_.batch));
+  // Connections within the group are made before the clock starts.
+  int ready = 1, all_ready = 0;
+  MPI_Allreduce(&ready, &all_ready, 1, MPI_INT, MPI_SUM, comm_);
   MPI_Barrier(MPI_COMM_WORLD);
   t0_ = MPI_Wtime();
   for (int i = 0; i < settings_.stream; ++i) {
+    // Receives posted before the compute, so other groups' results arrive under it.
+    post_receives(i);
     for (int l = 0; l < static_cast<int>(w_.layers.size()); ++l) {
       if (plan_.layers[l].group == group_) run_layer(i, l);
     }
@@ -586,7 +712,8 @@ DistributedRun Runner::run() {
   // Every rank's events to rank 0.
   nlohmann::json mine = nlohmann::json::array();
   for (const TimedEvent& e : events_) {
-    mine.push_back({e.rank, e.layer, e.inference, e.kind, e.how, e.start_s, e.end_s, e.bytes});
+    mine.push_back(
+        {e.rank, e.layer, e.inference, e.kind, e.how, e.start_s, e.end_s, e.bytes, e.cpu_s});
   }
   const std::string text = mine.dump();
   int length = static_cast<int>(text.size());
@@ -606,7 +733,7 @@ DistributedRun Runner::run() {
       for (const auto& e : nlohmann::json::parse(all.substr(offsets[r], lengths[r]))) {
         TimedEvent ev{e[0].get<int>(),         e[1].get<int>(),         e[2].get<int>(),
                       e[3].get<std::string>(), e[4].get<std::string>(), e[5].get<double>(),
-                      e[6].get<double>(),      e[7].get<double>()};
+                      e[6].get<double>(),      e[7].get<double>(),      e[8].get<double>()};
         first[ev.inference] = std::min(first[ev.inference], ev.start_s);
         last[ev.inference] = std::max(last[ev.inference], ev.end_s);
         result.events.push_back(std::move(ev));

@@ -1,25 +1,29 @@
 // Executes a mapping plan across MPI ranks (`mpirun -n K orchid run MODEL --mapping P`).
 // Rank r belongs to the plan group whose device range holds r; the group's first rank is
-// its leader. Every layer runs on its group in topological order, per inference of the
-// stream and per sample of the batch (the model is a batch-1 graph; `batch` samples are
-// independent inferences, as `orchid map --batch` costs them):
+// its leader, and the group's ranks share a communicator for its collectives. Every layer
+// runs on its group in topological order, per inference of the stream and per sample of
+// the batch (the model is a batch-1 graph; `batch` samples are independent inferences,
+// as `orchid map --batch` costs them):
 //  - none: the leader runs the layer;
-//  - batch: the leader sends each member the inputs of its block of samples, members
-//    run the layer on them, the leader gathers the outputs;
-//  - out-channel: members run the layer's linear op (Conv, Gemm, MatMul with a constant
-//    weight) on their block of output channels; the leader concatenates the slices and
-//    runs the layer's epilogue;
-//  - in-channel (all-reduce / reduce-scatter): members run the linear op on their block
-//    of input channels (bias on the first block only); the leader sums the partials in
-//    rank order and runs the epilogue;
-//  - spatial, or a sharded layer without such a linear op: run by the leader as "none"
-//    (the timeline says so).
+//  - batch: every tensor the layer reads is scattered by blocks of samples
+//    (MPI_Iscatterv), each member runs the layer on its samples, the results are
+//    gathered back (MPI_Igatherv);
+//  - out-channel, in-channel (all-reduce / reduce-scatter), spatial: the layer's linear op
+//    is split (op_shards.hpp); the leader broadcasts the activation (MPI_Ibcast, out-
+//    channel) or scatters its blocks (MPI_Iscatterv: channel blocks, or row blocks with
+//    their halo rows for spatial), every member runs its part on the executor, the leader
+//    gathers the blocks (MPI_Igatherv) or sums the partials (MPI_Ireduce) and runs the rest
+//    of the layer (its epilogue). Both in-channel strategies reduce to the leader, since
+//    the leader runs the epilogue;
+//  - a sharded layer whose linear op cannot be split: run by the leader as "none" (the
+//    timeline says so).
 // Tensors that cross groups go leader to leader as non-blocking messages, sent as soon as
 // their layer is done, so the next inference's work overlaps them. Every wait is
 // bounded: a rank that fails or stalls makes the others stop with an error.
-// Layer work runs on the CPU plan executor (RunSettings::cpu_model; outputs then agree
-// with the reference interpreter within float tolerance) or on the reference kernels
-// (eval/; bit-identical except after in-channel sums, float addition order).
+// Layer work (whole layers, parts and epilogues, each a subgraph orchestrated once) runs
+// on the CPU plan executor (RunSettings::cpu_model; outputs then agree with the reference
+// interpreter within float tolerance) or on the reference interpreter (bit-identical
+// except after in-channel sums, float addition order).
 #pragma once
 
 #include <string>
@@ -40,9 +44,9 @@ struct RunSettings {
   int stream = 1;          // inferences pipelined through the groups
   double timeout_s = 300;  // longest wait for any one message
   int threads = 1;         // OpenMP threads per rank
-  // Run each layer (its nodes as a subgraph) on the fast CPU executor under the plan the
-  // kernel orchestrator picks with this model; null: the reference kernels. Channel-
-  // sharded linear ops and layers the executor refuses use the reference kernels.
+  // Run each layer (its nodes as a subgraph, or its part and epilogue when split) on the
+  // fast CPU executor under the plan the kernel orchestrator picks with this model; null:
+  // the reference interpreter. Subgraphs the executor refuses use the reference too.
   const CostModel* cpu_model = nullptr;
 };
 
@@ -50,10 +54,11 @@ struct TimedEvent {
   int rank = 0;
   int layer = -1;
   int inference = 0;
-  std::string kind;  // compute, send, recv, gather, scatter
+  std::string kind;  // compute, send, recv, bcast, scatter, gather, reduce
   std::string how;   // the strategy as executed (compute) or the peer rank (transfers)
   double start_s = 0, end_s = 0;
   double bytes = 0;
+  double cpu_s = 0;  // CPU time of the rank's thread during the event
 };
 
 struct DistributedRun {

@@ -81,8 +81,20 @@ Evaluator::Evaluator(const Workload& workload, const System& system,
         const Strategy st = static_cast<Strategy>(s);
         if (!strategy_valid(layer, st, p)) continue;
         const Layer shard = shard_layer(layer, st, p);
-        comm_[(static_cast<std::size_t>(l) * (max_p_ + 1) + p) * kStrategies + s] =
-            intra_layer_comm_seconds(layer, st, p, system.intra_group_gbs, bytes_per_element());
+        double& comm = comm_[(static_cast<std::size_t>(l) * (max_p_ + 1) + p) * kStrategies + s];
+        if (system.cpu_ranks > 0) {
+          // A CPU cluster, priced as the plan runner executes it (cpu_cluster_cost.hpp): a
+          // layer it cannot split runs whole on the leader.
+          const bool split = cpu_runner_splits(layer, st, p);
+          comm = cpu_layer_comm_seconds(layer, st, p, system.cpu_network);
+          const Design& cpu = system.designs[0];
+          const double t = provider.compute_seconds(split ? shard : layer, cpu);
+          compute_[slot(l, 0, p, st)] =
+              t < 0 ? t
+                    : t * cpu_oversubscription((split ? p : 1) * cpu.threads, system.cpu_network);
+          continue;
+        }
+        comm = intra_layer_comm_seconds(layer, st, p, system.intra_group_gbs, bytes_per_element());
         for (int d = 0; d < designs_; ++d) {
           if (system.designs[d].is_gpu && p > std::max(1, gpu_count[d])) continue;
           compute_[slot(l, d, p, st)] = provider.compute_seconds(shard, system.designs[d]);
@@ -163,6 +175,10 @@ double Evaluator::lower_bound() const {
 
 double Evaluator::transfer_seconds(double bytes, int from_group, int to_group) const {
   if (from_group == to_group) return 0;
+  if (system_.cpu_ranks > 0) {  // leader to leader, one message per sample
+    const CpuNetwork& net = system_.cpu_network;
+    return static_cast<double>(workload_.batch) * net.latency_s + bytes / (net.gbs * 1e9);
+  }
   if (system_.route_via_host) return 2.0 * bytes / (system_.host_gbs * 1e9);
   return bytes / (system_.inter_group_gbs * 1e9);
 }
@@ -229,12 +245,16 @@ double Evaluator::run(const Mapping& m, Schedule* out) const {
     const Design& d = system_.designs[grp.design];
     double ready = 0;
     double reshard = 0;
-    if (layer.preds.empty()) ready = layer.input_elements() * bpe / (system_.host_gbs * 1e9);
+    // CPU clusters: every rank holds the inputs; results return to each layer's leader.
+    const bool cpu = system_.cpu_ranks > 0;
+    if (layer.preds.empty() && !cpu) {
+      ready = layer.input_elements() * bpe / (system_.host_gbs * 1e9);
+    }
     for (int u : layer.preds) {
       const double bytes = workload_.layers[u].output_elements() * bpe;
       if (m.group_of[u] == g) {
         ready = std::max(ready, finish[u]);
-        reshard += reshard_seconds(layout[u], need, bytes, p, system_.intra_group_gbs);
+        if (!cpu) reshard += reshard_seconds(layout[u], need, bytes, p, system_.intra_group_gbs);
       } else {
         ready = std::max(ready, finish[u] + transfer_seconds(bytes, m.group_of[u], g));
       }
@@ -260,7 +280,9 @@ double Evaluator::run(const Mapping& m, Schedule* out) const {
     free_at[g] = t1;
     layout[l] = output_layout(s, p);
     double end = t1;
-    if (layer.succs.empty()) end += layer.output_elements() * bpe / (system_.host_gbs * 1e9);
+    if (layer.succs.empty() && !cpu) {
+      end += layer.output_elements() * bpe / (system_.host_gbs * 1e9);
+    }
     makespan = std::max(makespan, end);
     if (out) {
       out->start[l] = t0;

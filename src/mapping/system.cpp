@@ -195,7 +195,7 @@ Design gpu_design(const GpuSpec& spec) {
 // names the CPU's spec in configs/devices (default "cpu") for the roofline fallback.
 Design cpu_rank_design(const toml::table& t, const std::string& path, int& ranks) {
   const std::string where = "[devices.cpu]";
-  allow_keys(t, {"ranks", "threads", "device", "memory_gb"}, path, where);
+  allow_keys(t, {"ranks", "threads", "device", "memory_gb", "cores"}, path, where);
   ranks = integer(t, "ranks", path, where, 1, kMaxDevices, true, 1);
   const int threads = integer(t, "threads", path, where, 1, 1024, false, 1);
   const std::string device = text(t, "device", path, where, false, "cpu");
@@ -210,6 +210,22 @@ Design cpu_rank_design(const toml::table& t, const std::string& path, int& ranks
   d.weight_fraction = 1;
   d.power_w = 0;
   return d;
+}
+
+// A CPU cluster's message costs ([network.p2p], written by `orchid calibrate-net`;
+// without it: no latency, the [bandwidth] figure) and the cores its ranks share.
+CpuNetwork cpu_network(const toml::table& root, const toml::table& cpu, double gbs,
+                       const std::string& path) {
+  CpuNetwork net;
+  net.gbs = gbs;
+  net.cores = integer(cpu, "cores", path, "[devices.cpu]", 0, 1 << 20, false, 0);
+  const toml::table* p2p = root["network"]["p2p"].as_table();
+  if (p2p == nullptr) return net;
+  net.gbs = positive(*p2p, "gbs", path, "[network.p2p]");
+  const double latency_us = number(*p2p, "latency_us", path, "[network.p2p]", true);
+  if (!(latency_us >= 0)) fail("{}: [network.p2p]: key 'latency_us' must not be negative", path);
+  net.latency_s = latency_us * 1e-6;
+  return net;
 }
 
 }  // namespace
@@ -337,6 +353,7 @@ System parse_system(const std::string& content, const std::string& path) {
     s.intra_group_gbs = positive(*bw, "intra_group_gbs", path, "[bandwidth]");
     s.inter_group_gbs = positive(*bw, "inter_group_gbs", path, "[bandwidth]");
     s.host_gbs = positive(*bw, "host_gbs", path, "[bandwidth]");
+    s.cpu_network = cpu_network(root, *cpu->as_table(), s.intra_group_gbs, path);
     return s;
   }
   const std::string lib = text(root, "design_library", path, "system", true);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "mapping/cpu_cluster_cost.hpp"
 #include "mapping/design.hpp"
 
 namespace orchid::mapping {
@@ -19,6 +20,8 @@ struct System {
   // CPU cluster ([devices.cpu]), whose only design is the CPU executor.
   int fpga_devices = 0;
   int cpu_ranks = 0;  // > 0: a CPU cluster of this many ranks (then fpga_devices == cpu_ranks)
+  // CPU cluster: the [network.p2p] fit and the cores of [devices.cpu].
+  CpuNetwork cpu_network;
   // Fixed GPU devices; gpu_designs[i] is the design of GPU i (index into designs).
   std::vector<int> gpu_designs;
   double intra_group_gbs = 0;   // between members of one group

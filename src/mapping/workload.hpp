@@ -58,6 +58,8 @@ struct Layer {
   // first non-batch dimension by it).
   std::int64_t split = 1;
   bool bias = true;  // the linear op adds a bias (case files: always)
+  // Conv: its `group` attribute (depthwise: the channels).
+  std::int64_t conv_groups = 1;
   // The ONNX nodes besides the linear op (null for case-file layers: bias + ReLU then).
   std::shared_ptr<const LayerRecipe> recipe;
   std::vector<int> preds;

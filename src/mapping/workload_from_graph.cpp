@@ -182,6 +182,7 @@ Workload extract_workload(const Graph& graph, std::int64_t batch, const std::str
         l.p = node.attr_ints("pads", {0, 0, 0, 0})[0];
         l.in_elems = numel_or_zero(graph, node.inputs[0]);
         l.bias = node.has_input(2);
+        l.conv_groups = node.attr_int("group", 1);
         heavy = true;
       }
     } else if (op == "MatMul" || op == "Gemm") {

@@ -1,0 +1,37 @@
+// What a layer costs on a CPU cluster (MPI ranks running the CPU executor) as the plan
+// runner (src/distributed/plan_runner.hpp) executes it, beside the measured compute:
+//  - which sharded layers the runner really splits (the others its group leader runs
+//    whole, so they cost what "none" costs);
+//  - the group's messages per layer: batch: a scatter of the layer's inputs and a
+//    gather of its outputs by blocks of samples; out-channel: per sample a broadcast of
+//    the input and a gather of the output blocks; in-channel: per sample a scatter of the
+//    input's channel blocks and a sum (reduce) of full-size partials at the leader;
+//    spatial: per sample a scatter of row blocks (halo rows included) and a gather.
+//    Each message costs latency + bytes / bandwidth (the point-to-point fit of
+//    `orchid calibrate-net`); a root sends or receives its p - 1 blocks one after the
+//    other, a broadcast or reduce takes ceil(log2 p) rounds;
+//  - oversubscription: ranks that share fewer cores than they have threads run slower
+//    by threads / cores while they all compute.
+#pragma once
+
+#include "mapping/sharding.hpp"
+#include "mapping/workload.hpp"
+
+namespace orchid::mapping {
+
+struct CpuNetwork {
+  double latency_s = 0;  // per message
+  double gbs = 1;        // bytes per ns
+  int cores = 0;         // cores the ranks share; 0: each thread has its own
+};
+
+// Whether the runner splits `layer` by `s` over p > 1 ranks (batch: always).
+bool cpu_runner_splits(const Layer& layer, Strategy s, int p);
+
+// Seconds of group messages the runner spends on one layer (all samples), 0 for p = 1.
+double cpu_layer_comm_seconds(const Layer& layer, Strategy s, int p, const CpuNetwork& net);
+
+// Slow-down of compute when `busy_threads` threads run on the cluster's shared cores.
+double cpu_oversubscription(int busy_threads, const CpuNetwork& net);
+
+}  // namespace orchid::mapping

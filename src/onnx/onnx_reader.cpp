@@ -20,7 +20,9 @@ namespace {
 
 constexpr std::int64_t kMinOpset = 7;
 
-constexpr std::int64_t kMaxOpset = 17;  // what libonnx 1.12 (checker, shape inference) knows
+// The newest opset PyPI onnx 1.23 defines. orchid checks models itself (reader, opset
+// rewrites, shape functions); Debian's libonnx (ONNX 1.12, opset <= 17) only parses them.
+constexpr std::int64_t kMaxOpset = 28;
 
 bool is_default_domain(const std::string& domain) {
   return domain.empty() || domain == "ai.onnx";

@@ -73,6 +73,13 @@ std::string onnx_dtype_name(std::int32_t onnx_type) {
   if (TensorProto::DataType_IsValid(onnx_type)) {
     return TensorProto::DataType_Name(static_cast<TensorProto::DataType>(onnx_type));
   }
+  // Types newer than Debian's onnx.proto (ONNX 1.12) knows, from onnx 1.23's.
+  static const char* const kNewer[] = {
+      "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4",      "INT4",
+      "FLOAT4E2M1",   "FLOAT8E8M0",     "UINT2",      "INT2",           "FLOAT6E2M3", "FLOAT6E3M2"};
+  constexpr std::int32_t kFirstNewer = 17;
+  const std::int32_t index = onnx_type - kFirstNewer;
+  if (index >= 0 && index < static_cast<std::int32_t>(std::size(kNewer))) return kNewer[index];
   return "type " + std::to_string(onnx_type);
 }
 

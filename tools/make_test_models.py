@@ -8,6 +8,10 @@
 - conv_bf16.onnx: Conv + Relu + GlobalAveragePool in bfloat16, bf16 I/O (opset 22, where
   Conv first takes bfloat16).
 
+- dropout_mask.onnx: Dropout with ratio/training_mode inputs and its mask as a graph output,
+  BatchNormalization (opset 13) listing its training statistics outputs, unused, as older
+  PyTorch exports leave them.
+
 Run: /work/venv/bin/python tools/make_test_models.py tests/data/models
 """
 import os
@@ -88,12 +92,33 @@ def conv_bf16(rng):
                              producer_name="orchid-tools")
 
 
+def dropout_mask(rng):
+    c = 4
+    nodes = [
+        helper.make_node("BatchNormalization", ["x", "scale", "bias", "mean", "var"],
+                         ["bn", "running_mean", "running_var", "saved_mean", "saved_var"]),
+        helper.make_node("Dropout", ["bn", "ratio", "training_mode"], ["y", "mask"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "dropout_mask", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, c, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, c, 3]),
+         helper.make_tensor_value_info("mask", TensorProto.BOOL, [2, c, 3])],
+        [init("scale", rng.uniform(0.5, 2, c).astype(np.float32)),
+         init("bias", rng.standard_normal(c).astype(np.float32)),
+         init("mean", rng.standard_normal(c).astype(np.float32)),
+         init("var", rng.uniform(0.5, 2, c).astype(np.float32)),
+         init("ratio", np.array(0.25, np.float32)),
+         init("training_mode", np.array(False))])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                             producer_name="orchid-tools")
+
+
 def main() -> int:
     out = sys.argv[1] if len(sys.argv) > 1 else "tests/data/models"
     os.makedirs(out, exist_ok=True)
     rng = np.random.default_rng(14)
     for name, make in (("attention_dynamic", attention_dynamic), ("mlp_fp16", mlp_fp16),
-                       ("conv_bf16", conv_bf16)):
+                       ("conv_bf16", conv_bf16), ("dropout_mask", dropout_mask)):
         model = make(rng)
         model.ir_version = 9
         onnx.checker.check_model(model, full_check=True)

@@ -42,6 +42,8 @@ std::optional<DType> dtype_from_onnx(std::int32_t onnx_type) {
       return DType::U8;
     case TensorProto::BOOL:
       return DType::Bool;
+    case TensorProto::BFLOAT16:
+      return DType::BF16;
     default:
       return std::nullopt;
   }
@@ -65,6 +67,8 @@ std::int32_t dtype_to_onnx(DType dtype) {
       return TensorProto::UINT8;
     case DType::Bool:
       return TensorProto::BOOL;
+    case DType::BF16:
+      return TensorProto::BFLOAT16;
   }
   return TensorProto::UNDEFINED;
 }
@@ -186,6 +190,11 @@ void copy_typed_fields(const TensorProto& proto, Tensor& out) {
       case DType::F16:
         out.data<std::uint16_t>()[i] = static_cast<std::uint16_t>(v);
         break;
+      case DType::BF16: {  // the bits, like float16 (no C++ type of its own)
+        const auto bits = static_cast<std::uint16_t>(v);
+        std::memcpy(out.raw() + static_cast<std::size_t>(i) * 2, &bits, 2);
+        break;
+      }
       default:
         break;
     }

@@ -158,8 +158,9 @@ class Reader {
     return shape;
   }
 
-  // An override must keep the declared rank and fixed dims, or the error would surface
-  // deep inside the graph instead of at the input.
+  // An override must keep the declared rank, or the error would surface deep inside the
+  // graph instead of at the input. (Fixed dims may change: a fully convolutional net
+  // declared at 224x224 runs at other resolutions.)
   void check_override(const onnx::ValueInfoProto& vi, const Shape& shape) const {
     const auto& type = vi.type().tensor_type();
     if (!type.has_shape()) return;
@@ -168,14 +169,6 @@ class Reader {
       fail("'{}': input shape {} for '{}' has rank {}, the model declares rank {} ({})", path_,
            shape_to_string(shape), vi.name(), shape.size(), declared.dim_size(),
            declared_shape(declared));
-    }
-    for (int i = 0; i < declared.dim_size(); ++i) {
-      const auto& dim = declared.dim(i);
-      if (dim.has_dim_value() && dim.dim_value() != shape[static_cast<std::size_t>(i)]) {
-        fail("'{}': input shape {} for '{}' sets dim {} to {}, the model fixes it at {} ({})",
-             path_, shape_to_string(shape), vi.name(), i, shape[static_cast<std::size_t>(i)],
-             dim.dim_value(), declared_shape(declared));
-      }
     }
   }
 

@@ -27,8 +27,8 @@ struct ImportOptions {
 std::string declared_shape_key(const std::string& input);
 
 // Errors (orchid::Error / UnsupportedError) name the file and the node or tensor at fault.
-// A dim_params name that no graph input declares, and an input_shapes entry whose rank or
-// fixed dims differ from the declared shape, are errors at the input.
+// A dim_params name that no graph input declares, and an input_shapes entry whose rank
+// differs from the declared shape, are errors at the input.
 Graph read_onnx(const std::string& path, const ImportOptions& options = {});
 
 }  // namespace orchid

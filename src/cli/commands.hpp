@@ -24,6 +24,8 @@ struct ModelOptions {
   ImportOptions import_options() const;
 };
 void add_model_options(CLI::App& command, ModelOptions& options);
+// Only --shape and --dim (for commands whose model argument is not a plain model file).
+void add_shape_options(CLI::App& command, ModelOptions& options);
 
 using Action = std::function<void()>;
 

@@ -38,7 +38,11 @@ void inspect(const InspectOptions& options) {
   if (g.metadata.count("orchid.weights")) {
     fmt::print("weights     stripped in the file, regenerated deterministically\n");
   }
-  for (const auto& in : g.inputs) fmt::print("input       {}  {}\n", in, type_of(g, in));
+  for (const auto& in : g.inputs) {
+    auto declared = g.metadata.find(declared_shape_key(in));  // symbolic dim names
+    fmt::print("input       {}  {}{}\n", in, type_of(g, in),
+               declared == g.metadata.end() ? "" : "  (declared " + declared->second + ")");
+  }
   for (const auto& out : g.outputs) fmt::print("output      {}  {}\n", out, type_of(g, out));
   fmt::print("nodes       {} (imported {}, {} folded to constants, {} dead)\n", stats.nodes,
              loaded.stats.nodes_before, loaded.stats.folded_nodes, loaded.stats.dead_nodes);

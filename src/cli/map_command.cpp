@@ -34,6 +34,7 @@ struct MapOptions {
   double time_limit = 25;
   bool quiet = false;
   bool gpu_roofline = false;
+  ModelOptions shapes;  // --shape / --dim of an .onnx workload
 };
 
 std::string reduction(double base, double ours) {
@@ -43,7 +44,8 @@ std::string reduction(double base, double ours) {
 void map(const MapOptions& o) {
   using namespace orchid::mapping;
   const System sys = load_system(o.system);
-  const Workload w = load_workload(o.workload, o.batch, config_roots());
+  const Workload w =
+      load_workload(o.workload, o.batch, config_roots(), o.shapes.import_options());
   // GPUs are priced by the kernel orchestrator's optimal plan per layer subgraph.
   const OrchestratedCostProvider orchestrated;
   const bool orchestrate_gpus = !sys.gpu_designs.empty() && !o.gpu_roofline;
@@ -175,6 +177,7 @@ Action add_map_command(CLI::App& app) {
       ->required();
   cmd->add_option("--batch", options->batch, "batch size of the inference")
       ->check(in_range(1, 1 << 20));
+  add_shape_options(*cmd, options->shapes);
   cmd->add_option("--seed", options->seed, "random seed of the search");
   cmd->add_option("--json", options->json, "write the plan as JSON");
   cmd->add_option("--gantt", options->gantt, "write an SVG Gantt chart of the plan");

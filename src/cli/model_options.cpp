@@ -1,3 +1,5 @@
+#include <fmt/format.h>
+
 #include "cli/commands.hpp"
 #include "cli/option_checks.hpp"
 #include "util/checked_math.hpp"
@@ -27,6 +29,9 @@ std::int64_t parse_dim(const std::string& text, const std::string& context) {
 ImportOptions ModelOptions::import_options() const {
   if (memory_budget_mib > 0) set_memory_budget(memory_budget_mib << 20);
   ImportOptions options;
+  options.warn = [](const std::string& message) {
+    fmt::print(stderr, "orchid: warning: {}\n", message);
+  };
   for (const auto& s : shapes) {
     auto [name, value] = split_assignment(s, "--shape");
     Shape shape;
@@ -52,17 +57,21 @@ ImportOptions ModelOptions::import_options() const {
   return options;
 }
 
-void add_model_options(CLI::App& command, ModelOptions& options) {
-  command.add_option("model", options.model, "ONNX model file")->required();
+void add_shape_options(CLI::App& command, ModelOptions& options) {
   command.add_option("--shape", options.shapes,
                      "Static shape for a graph input, e.g. input=1x3x224x224 (repeatable)");
+  command.add_option("--dim", options.dims,
+                     "Value for a symbolic dimension, e.g. batch_size=1 (repeatable; others "
+                     "default to 1, with a warning naming each)");
+}
+
+void add_model_options(CLI::App& command, ModelOptions& options) {
+  command.add_option("model", options.model, "ONNX model file")->required();
+  add_shape_options(command, options);
   command
       .add_option("--memory-budget", options.memory_budget_mib,
                   "Most MiB one model may make orchid allocate (default: physical memory)")
       ->check(in_range(1, 1 << 30));
-  command.add_option("--dim", options.dims,
-                     "Value for a symbolic dimension, e.g. batch_size=1 (repeatable; others "
-                     "default to 1)");
 }
 
 }  // namespace orchid::cli

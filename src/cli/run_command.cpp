@@ -116,6 +116,23 @@ std::string time_kernels(const std::function<std::vector<double>()>& execute_tim
   return out;
 }
 
+// The plan executor and the device code compute f32; f16/bf16 models run on the
+// reference interpreter (f32 compute, each tensor rounded to its dtype).
+void refuse_half_floats(const Graph& g, const std::string& model) {
+  for (const Node& node : g.nodes) {
+    for (const auto& name : node.outputs) {
+      if (name.empty() || !g.has_tensor(name)) continue;
+      const TensorInfo& info = g.tensor(name);
+      if (info.has_type && is_half_float(info.dtype)) {
+        unsupported(
+            "'{}': {} computes {} tensor '{}'; plans run f32 only (without --device/--plan the "
+            "reference interpreter runs f16/bf16 models)",
+            model, node.describe(), dtype_name(info.dtype), name);
+      }
+    }
+  }
+}
+
 void run(const RunOptions& options) {
   if (!options.distributed.mapping.empty()) {
     run_mapping_plan(options.model, options.inputs, options.seed, options.save_outputs,
@@ -154,6 +171,7 @@ void run(const RunOptions& options) {
     } catch (const UnsupportedError& e) {
       throw UnsupportedError(fmt::format("{} (orchid run without --device/--plan)", e.what()));
     }
+    refuse_half_floats(g, options.model.model);
     FissionResult fission_result;
     Plan plan;
     if (!options.plan.empty()) {

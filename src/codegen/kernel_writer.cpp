@@ -75,9 +75,10 @@ std::string KernelWriter::c_type(DType dtype) {
     case DType::Bool:
       return "u8";
     case DType::F16:
+    case DType::BF16:
       break;
   }
-  unsupported("device code: float16 tensors are not supported");
+  unsupported("device code: {} tensors are not supported", dtype_name(dtype));
 }
 
 void KernelWriter::line(const std::string& text) {

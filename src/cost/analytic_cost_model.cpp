@@ -165,14 +165,15 @@ double input_read_bytes(const KernelView& k, const std::string& name) {
   return std::min(full, touched > 0 ? touched : full);
 }
 
-// The unit a linear node runs on: tensor-core FP16 when all its float inputs are f16,
+// The unit a linear node runs on: tensor-core FP16 when all its float inputs are f16 or
+// bf16 (the same tensor-core rate on A100/H100/H200),
 // TF32 for f32 on devices that have it (the FP32 path Korch measured on A100), else the
 // FP32 units.
 MatrixPeak matrix_peak_kind(const Graph& g, const Node& node) {
   bool all_f16 = true;
   for (std::size_t j = 0; j < std::min<std::size_t>(node.inputs.size(), 2); ++j) {
     if (!node.has_input(j) || !g.has_tensor(node.inputs[j])) continue;
-    all_f16 = all_f16 && g.tensor(node.inputs[j]).dtype == DType::F16;
+    all_f16 = all_f16 && is_half_float(g.tensor(node.inputs[j]).dtype);
   }
   return all_f16 ? MatrixPeak::Fp16 : MatrixPeak::Tf32;
 }

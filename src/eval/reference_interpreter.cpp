@@ -1,6 +1,7 @@
 #include "eval/reference_interpreter.hpp"
 
 #include <cstring>
+#include <optional>
 #include <unordered_map>
 
 #include "eval/reference/reference_kernels.hpp"
@@ -126,10 +127,67 @@ std::vector<TensorInfo> types_from_values(const Graph& graph, const Node& node,
   return types;
 }
 
+// Ops that see f16/bf16 as they are: casts convert any dtype exactly, and
+// ConstantOfShape copies its value attribute's bytes.
+bool computes_half_natively(const Node& node) {
+  return node.op_type == "Cast" || node.op_type == "CastLike" ||
+         node.op_type == "ConstantOfShape" || node.op_type == "If" || node.op_type == "Loop";
+}
+
+std::optional<DType> half_dtype_of(const Graph& graph, const Node& node,
+                                   std::span<const Tensor* const> inputs) {
+  if (computes_half_natively(node)) return std::nullopt;
+  for (const Tensor* t : inputs) {
+    if (t && is_half_float(t->dtype())) return t->dtype();
+  }
+  for (const auto& name : node.outputs) {
+    if (name.empty() || !graph.has_tensor(name)) continue;
+    const TensorInfo& info = graph.tensor(name);
+    if (info.has_type && !info.dynamic && is_half_float(info.dtype)) return info.dtype;
+  }
+  return std::nullopt;
+}
+
+std::vector<Tensor> run_node_kernel(const Graph& graph, const Node& node,
+                                    std::span<const Tensor* const> inputs, bool widened);
+
+// f16/bf16 ops: inputs widened to f32, the f32 kernel (f32 accumulation), each output
+// rounded to its declared dtype (for data-dependent shapes, the op's half dtype).
+std::vector<Tensor> run_widened(const Graph& graph, const Node& node,
+                                std::span<const Tensor* const> inputs, DType half) {
+  std::vector<Tensor> wide(inputs.size());
+  std::vector<const Tensor*> wide_ptrs(inputs.size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    wide_ptrs[i] = inputs[i];
+    if (inputs[i] && is_half_float(inputs[i]->dtype())) {
+      wide[i] = inputs[i]->cast(DType::F32);
+      wide_ptrs[i] = &wide[i];
+    }
+  }
+  std::vector<Tensor> outputs = run_node_kernel(graph, node, wide_ptrs, true);
+  for (std::size_t i = 0; i < outputs.size() && i < node.outputs.size(); ++i) {
+    if (node.outputs[i].empty() || outputs[i].dtype() != DType::F32) continue;
+    const TensorInfo& info = graph.tensor(node.outputs[i]);
+    const DType target = info.has_type && !info.dynamic ? info.dtype : half;
+    if (target != DType::F32) outputs[i] = outputs[i].cast(target);
+  }
+  return outputs;
+}
+
 }  // namespace
 
 std::vector<Tensor> run_reference_node(const Graph& graph, const Node& node,
                                        std::span<const Tensor* const> inputs) {
+  if (const auto half = half_dtype_of(graph, node, inputs)) {
+    return run_widened(graph, node, inputs, *half);
+  }
+  return run_node_kernel(graph, node, inputs, false);
+}
+
+namespace {
+
+std::vector<Tensor> run_node_kernel(const Graph& graph, const Node& node,
+                                    std::span<const Tensor* const> inputs, bool widened) {
   if (node.op_type == "If") return run_if(node, inputs);
   if (node.op_type == "Loop") return run_loop(node, inputs);
   if (ShapingKernel sizing = find_shaping_kernel(node.op_type)) return sizing(node, inputs);
@@ -152,11 +210,14 @@ std::vector<Tensor> run_reference_node(const Graph& graph, const Node& node,
     }
     const TensorInfo& info = dynamic ? dynamic_types[i] : graph.tensor(name);
     if (!info.has_type) fail("{}: output '{}' has no inferred type", node.describe(), name);
-    outputs.emplace_back(info.dtype, info.shape);
+    outputs.emplace_back(widened && is_half_float(info.dtype) ? DType::F32 : info.dtype,
+                         info.shape);
   }
   kernel(node, inputs, outputs);
   return outputs;
 }
+
+}  // namespace
 
 ReferenceInterpreter::ReferenceInterpreter(const Graph& graph)
     : graph_(graph), order_(graph.topological_order()) {}

@@ -22,6 +22,8 @@ std::size_t dtype_size(DType dtype) {
       return 1;
     case DType::Bool:
       return 1;
+    case DType::BF16:
+      return 2;
   }
   return 0;
 }
@@ -44,12 +46,36 @@ std::string_view dtype_name(DType dtype) {
       return "u8";
     case DType::Bool:
       return "bool";
+    case DType::BF16:
+      return "bf16";
   }
   return "?";
 }
 
 bool is_float(DType dtype) {
-  return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::F64;
+  return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::F64 ||
+         dtype == DType::BF16;
+}
+
+bool is_half_float(DType dtype) {
+  return dtype == DType::F16 || dtype == DType::BF16;
+}
+
+float bfloat16_to_float(std::uint16_t bits) {
+  const std::uint32_t wide = static_cast<std::uint32_t>(bits) << 16;
+  float out;
+  std::memcpy(&out, &wide, sizeof out);
+  return out;
+}
+
+std::uint16_t float_to_bfloat16(float value) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) {  // nan stays a (quiet) nan
+    return static_cast<std::uint16_t>((bits >> 16) | 0x40u);
+  }
+  bits += 0x7fffu + ((bits >> 16) & 1u);  // round to nearest even; overflows to inf
+  return static_cast<std::uint16_t>(bits >> 16);
 }
 
 bool is_integer(DType dtype) {

@@ -34,6 +34,8 @@ const char* descr_of(DType dtype) {
       return "|u1";
     case DType::Bool:
       return "|b1";
+    case DType::BF16:
+      break;  // numpy has no bfloat16
   }
   return "";
 }
@@ -237,6 +239,8 @@ Tensor read_npy(const std::string& path) {
 }
 
 std::string encode_npy(const Tensor& tensor) {
+  // numpy has no bfloat16: such tensors are written widened to float32 (exact).
+  if (tensor.dtype() == DType::BF16) return encode_npy(tensor.cast(DType::F32));
   std::string shape = "(";
   for (std::size_t i = 0; i < tensor.shape().size(); ++i) {
     shape += std::to_string(tensor.shape()[i]);

@@ -43,7 +43,10 @@ const Tensor& ShapeContext::required_constant(std::size_t i, const char* what) c
 
 void ShapeContext::require_dtype(std::size_t i, std::initializer_list<DType> allowed) const {
   const DType d = input_dtype(i);
-  if (std::find(allowed.begin(), allowed.end(), d) == allowed.end()) {
+  // f16/bf16 are computed in f32 and rounded back (reference interpreter), so they go
+  // wherever f32 does.
+  const DType as = is_half_float(d) ? DType::F32 : d;
+  if (std::find(allowed.begin(), allowed.end(), as) == allowed.end()) {
     unsupported("input {} ('{}') has dtype {}", i, node_.inputs[i], dtype_name(d));
   }
 }

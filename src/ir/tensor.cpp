@@ -55,6 +55,11 @@ double Tensor::get_as_double(std::int64_t i) const {
       std::memcpy(&v, p, 2);
       return half_to_float(v);
     }
+    case DType::BF16: {
+      std::uint16_t v;
+      std::memcpy(&v, p, 2);
+      return bfloat16_to_float(v);
+    }
     case DType::F64: {
       double v;
       std::memcpy(&v, p, 8);
@@ -147,6 +152,9 @@ Tensor Tensor::cast(DType to) const {
         break;
       case DType::F16:
         store(p, float_to_half(static_cast<float>(v)));
+        break;
+      case DType::BF16:
+        store(p, float_to_bfloat16(static_cast<float>(v)));
         break;
       case DType::F64:
         store(p, v);

@@ -41,17 +41,24 @@ void Workload::link() {
   }
 }
 
-Workload load_workload(const std::string& spec, std::int64_t batch, const ConfigRoots& roots) {
+Workload load_workload(const std::string& spec, std::int64_t batch, const ConfigRoots& roots,
+                       const ImportOptions& import) {
   if (batch < 1) fail("--batch must be at least 1, got {}", batch);
   namespace fs = std::filesystem;
   auto from_onnx = [&](const std::string& path) {
-    LoadedModel model = load_model(path);
+    LoadedModel model = load_model(path, import);
     return extract_workload(model.graph, batch, fs::path(path).stem().string());
   };
+  auto from_case = [&](const std::string& path) {
+    if (!import.input_shapes.empty() || !import.dim_params.empty()) {
+      fail("'{}' is a case file; input shapes and symbolic dims apply to .onnx workloads", path);
+    }
+    return load_case_file(path, batch);
+  };
   if (spec.size() > 5 && spec.ends_with(".onnx")) return from_onnx(spec);
-  if (spec.ends_with(".toml")) return load_case_file(spec, batch);
+  if (spec.ends_with(".toml")) return from_case(spec);
   if (const auto as_case = roots.find(fs::path("workloads") / (spec + ".toml"))) {
-    return load_case_file(as_case->string(), batch);
+    return from_case(as_case->string());
   }
   // The zoo's models sit beside the configs folder in the source tree and the install.
   for (const auto& root : roots.roots()) {

@@ -11,6 +11,7 @@
 #include "ir/node.hpp"
 #include "ir/tensor.hpp"
 #include "mapping/design.hpp"
+#include "onnx/onnx_reader.hpp"
 #include "util/config_roots.hpp"
 
 namespace orchid::mapping {
@@ -89,6 +90,9 @@ struct Workload {
 // Sources: workload_from_graph.hpp (ONNX graphs), case_file.hpp (case files).
 // WORKLOAD is an .onnx path, a case file path, or a name looked up as
 // workloads/<name>.toml in the config roots, then models/<name>.onnx beside a root.
-Workload load_workload(const std::string& spec, std::int64_t batch, const ConfigRoots& roots);
+// `import` (input shapes, symbolic dims) applies to ONNX workloads; a case file with any
+// of them set is an error.
+Workload load_workload(const std::string& spec, std::int64_t batch, const ConfigRoots& roots,
+                       const ImportOptions& import = {});
 
 }  // namespace orchid::mapping

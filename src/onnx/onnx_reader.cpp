@@ -20,7 +20,9 @@ namespace {
 
 constexpr std::int64_t kMinOpset = 7;
 
-constexpr std::int64_t kMaxOpset = 17;  // what libonnx 1.12 (checker, shape inference) knows
+// The newest opset PyPI onnx 1.23 defines. orchid checks models itself (reader, opset
+// rewrites, shape functions); Debian's libonnx (ONNX 1.12, opset <= 17) only parses them.
+constexpr std::int64_t kMaxOpset = 28;
 
 bool is_default_domain(const std::string& domain) {
   return domain.empty() || domain == "ai.onnx";
@@ -104,6 +106,22 @@ class Reader {
     }
   }
 
+  // "batch x 3 x 224 x 224": the shape as declared, for messages and inspect.
+  static std::string declared_shape(const onnx::TensorShapeProto& shape) {
+    std::string text;
+    for (const auto& dim : shape.dim()) {
+      if (!text.empty()) text += " x ";
+      if (dim.has_dim_value()) {
+        text += std::to_string(dim.dim_value());
+      } else if (dim.has_dim_param() && !dim.dim_param().empty()) {
+        text += dim.dim_param();
+      } else {
+        text += "?";
+      }
+    }
+    return text.empty() ? "scalar" : text;
+  }
+
   Shape input_shape(const onnx::ValueInfoProto& vi) const {
     const auto& type = vi.type().tensor_type();
     if (!type.has_shape()) {
@@ -111,7 +129,8 @@ class Reader {
            vi.name());
     }
     Shape shape;
-    for (const auto& dim : type.shape().dim()) {
+    for (int i = 0; i < type.shape().dim_size(); ++i) {
+      const auto& dim = type.shape().dim(i);
       if (dim.has_dim_value()) {
         if (dim.dim_value() < 0) {
           fail("'{}': graph input '{}' has negative dimension {}", path_, vi.name(),
@@ -123,12 +142,61 @@ class Reader {
         shape.push_back(it->second);
       } else {
         shape.push_back(options_.default_dim);
+        if (options_.warn) {
+          const std::string what = dim.has_dim_param() && !dim.dim_param().empty()
+                                       ? fmt::format("symbolic dimension '{}'", dim.dim_param())
+                                       : std::string("unnamed dimension");
+          options_.warn(fmt::format("input '{}' ({}): {} (dim {}) set to {}; choose it with {}",
+                                    vi.name(), declared_shape(type.shape()), what, i,
+                                    options_.default_dim,
+                                    dim.has_dim_param() && !dim.dim_param().empty()
+                                        ? fmt::format("--dim {}=N", dim.dim_param())
+                                        : fmt::format("--shape {}=...", vi.name())));
+        }
       }
     }
     return shape;
   }
 
+  // An override must keep the declared rank, or the error would surface deep inside the
+  // graph instead of at the input. (Fixed dims may change: a fully convolutional net
+  // declared at 224x224 runs at other resolutions.)
+  void check_override(const onnx::ValueInfoProto& vi, const Shape& shape) const {
+    const auto& type = vi.type().tensor_type();
+    if (!type.has_shape()) return;
+    const auto& declared = type.shape();
+    if (static_cast<int>(shape.size()) != declared.dim_size()) {
+      fail("'{}': input shape {} for '{}' has rank {}, the model declares rank {} ({})", path_,
+           shape_to_string(shape), vi.name(), shape.size(), declared.dim_size(),
+           declared_shape(declared));
+    }
+  }
+
+  // Every dim_params name must be one some graph input declares.
+  void check_dim_names(const onnx::GraphProto& g) const {
+    if (options_.dim_params.empty()) return;
+    std::set<std::string> names;
+    for (const auto& vi : g.input()) {
+      if (graph_.is_constant(vi.name()) || !vi.type().has_tensor_type()) continue;
+      for (const auto& dim : vi.type().tensor_type().shape().dim()) {
+        if (dim.has_dim_param() && !dim.dim_param().empty()) names.insert(dim.dim_param());
+      }
+    }
+    for (const auto& [name, value] : options_.dim_params) {
+      if (!names.count(name)) {
+        if (names.empty()) {
+          fail("'{}': symbolic dimension '{}' is not declared by any graph input (the inputs "
+               "have no symbolic dimensions)",
+               path_, name);
+        }
+        fail("'{}': symbolic dimension '{}' is not declared by any graph input (declared: {})",
+             path_, name, fmt::join(names, ", "));
+      }
+    }
+  }
+
   void read_inputs(const onnx::GraphProto& g) {
+    check_dim_names(g);
     std::set<std::string> runtime_inputs;
     for (const auto& vi : g.input()) {
       if (graph_.is_constant(vi.name())) continue;  // old exporters list weights as inputs
@@ -148,10 +216,18 @@ class Reader {
                     onnx_dtype_name(elem));
       }
       auto override_it = options_.input_shapes.find(vi.name());
+      if (override_it != options_.input_shapes.end()) check_override(vi, override_it->second);
       const Shape shape =
           override_it != options_.input_shapes.end() ? override_it->second : input_shape(vi);
       for (auto d : shape) {
         if (d < 0) fail("'{}': input shape override for '{}' is negative", path_, vi.name());
+      }
+      if (vi.type().tensor_type().has_shape()) {
+        const auto& dims = vi.type().tensor_type().shape().dim();
+        if (std::any_of(dims.begin(), dims.end(), [](auto& d) { return !d.has_dim_value(); })) {
+          graph_.metadata[declared_shape_key(vi.name())] =
+              declared_shape(vi.type().tensor_type().shape());
+        }
       }
       graph_.set_type(vi.name(), *dtype, shape);
       graph_.inputs.push_back(vi.name());
@@ -390,6 +466,10 @@ class Reader {
 };
 
 }  // namespace
+
+std::string declared_shape_key(const std::string& input) {
+  return "onnx.declared_shape." + input;
+}
 
 Graph read_onnx(const std::string& path, const ImportOptions& options) {
   return Reader(path, options).read();

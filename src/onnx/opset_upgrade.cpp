@@ -217,13 +217,46 @@ void batchnorm_to_17(Upgrader& u, Node& node, std::vector<Node>&) {
   node.attributes.erase("spatial");
   node.attributes.erase("is_test");
   node.attributes.erase("consumed_inputs");
-  if (u.opset < 14) drop_unused_outputs(u, node, 1, "training-mode statistics are not supported");
+  // Exporters keep the statistics outputs of training graphs (opset < 14: mean, var and
+  // saved statistics; 14+: running mean/var); inference reads only Y.
+  drop_unused_outputs(u, node, 1, "training-mode statistics are not supported");
 }
 
-// Dropout (< 12): ratio became an input; inference ignores it, so it is dropped.
-void dropout_to_12(Upgrader&, Node& node, std::vector<Node>&) {
+// A constant input's single value, or nullopt when the input is absent or computed.
+std::optional<double> constant_scalar(const Upgrader& u, const Node& node, std::size_t index) {
+  if (!node.has_input(index) || !u.graph.is_constant(node.inputs[index])) return std::nullopt;
+  const Tensor& t = *u.graph.tensor(node.inputs[index]).data;
+  if (t.numel() != 1) return std::nullopt;
+  return t.get_as_double(0);
+}
+
+// Dropout as exporters leave it in inference graphs: y = x, and the mask output (which
+// older PyTorch exports keep) all true. Opset < 12 had ratio/is_test attributes;
+// training_mode=true with ratio 0 drops nothing, so it is the identity as well.
+void dropout_for_inference(Upgrader& u, Node& node, std::vector<Node>& out) {
   node.attributes.erase("ratio");
   node.attributes.erase("is_test");
+  node.attributes.erase("seed");
+  if (node.has_input(2)) {
+    const auto training = constant_scalar(u, node, 2);
+    if (!training) u.refuse(node, "training_mode computed at run time");
+    if (*training != 0.0) {
+      const auto ratio = node.has_input(1) ? constant_scalar(u, node, 1) : std::optional(0.5);
+      if (ratio != 0.0) u.refuse(node, "training_mode=true with a non-zero ratio (random masks)");
+    }
+    node.inputs.resize(1);  // inference: ratio and training_mode change nothing
+  }
+  if (node.outputs.size() < 2 || node.outputs[1].empty()) return;
+  const std::string mask = node.outputs[1];
+  node.outputs.resize(1);
+  const std::string shape = u.fresh_tensor(node.name + "_mask_shape");
+  Node shape_of{u.fresh_node(node.name + "_mask_shape"), "Shape", "", {}, {node.inputs[0]}, {shape}};
+  Node fill{u.fresh_node(node.name + "_mask"), "ConstantOfShape", "", {}, {shape}, {mask}};
+  fill.attributes["value"] = Tensor::from_vector<std::uint8_t>({1}, {1}).cast(DType::Bool);
+  out.push_back(std::move(node));
+  out.push_back(std::move(shape_of));
+  out.push_back(std::move(fill));
+  node = Node{};  // moved into `out`; signals "replaced"
 }
 
 // RoiAlign (< 16) had no coordinate_transformation_mode and behaved as
@@ -244,6 +277,8 @@ void topk_to_10(Upgrader& u, Node& node, std::vector<Node>&) {
 
 using Rewrite = std::function<void(Upgrader&, Node&, std::vector<Node>&)>;
 
+constexpr std::int64_t kEveryOpset = std::numeric_limits<std::int64_t>::max();
+
 struct RewriteRule {
   const char* op_type;
   std::int64_t before_opset;  // applies when the model's opset is lower
@@ -263,8 +298,8 @@ const std::vector<RewriteRule>& rules() {
       {"Resize", 13, resize_to_13},
       {"Softmax", 13, softmax_to_13},
       {"LogSoftmax", 13, softmax_to_13},
-      {"BatchNormalization", 18, batchnorm_to_17},
-      {"Dropout", 12, dropout_to_12},
+      {"BatchNormalization", kEveryOpset, batchnorm_to_17},
+      {"Dropout", kEveryOpset, dropout_for_inference},
       {"RoiAlign", 16, roialign_to_16},
       {"TopK", 10, topk_to_10},
   };

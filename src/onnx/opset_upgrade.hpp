@@ -1,4 +1,4 @@
-// Rewrites op forms of ONNX opsets 7..16 into the opset-17 semantics the IR follows
+// Rewrites op forms of ONNX opsets 7..28 into the opset-17 semantics the IR follows
 // (attribute operands become constant inputs, Upsample becomes Resize, old Softmax's
 // 2-D coercion becomes Flatten/Softmax/Reshape, legacy attributes are dropped).
 #pragma once

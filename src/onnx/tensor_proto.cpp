@@ -42,6 +42,8 @@ std::optional<DType> dtype_from_onnx(std::int32_t onnx_type) {
       return DType::U8;
     case TensorProto::BOOL:
       return DType::Bool;
+    case TensorProto::BFLOAT16:
+      return DType::BF16;
     default:
       return std::nullopt;
   }
@@ -65,6 +67,8 @@ std::int32_t dtype_to_onnx(DType dtype) {
       return TensorProto::UINT8;
     case DType::Bool:
       return TensorProto::BOOL;
+    case DType::BF16:
+      return TensorProto::BFLOAT16;
   }
   return TensorProto::UNDEFINED;
 }
@@ -73,6 +77,13 @@ std::string onnx_dtype_name(std::int32_t onnx_type) {
   if (TensorProto::DataType_IsValid(onnx_type)) {
     return TensorProto::DataType_Name(static_cast<TensorProto::DataType>(onnx_type));
   }
+  // Types newer than Debian's onnx.proto (ONNX 1.12) knows, from onnx 1.23's.
+  static const char* const kNewer[] = {
+      "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4",      "INT4",
+      "FLOAT4E2M1",   "FLOAT8E8M0",     "UINT2",      "INT2",           "FLOAT6E2M3", "FLOAT6E3M2"};
+  constexpr std::int32_t kFirstNewer = 17;
+  const std::int32_t index = onnx_type - kFirstNewer;
+  if (index >= 0 && index < static_cast<std::int32_t>(std::size(kNewer))) return kNewer[index];
   return "type " + std::to_string(onnx_type);
 }
 
@@ -179,6 +190,11 @@ void copy_typed_fields(const TensorProto& proto, Tensor& out) {
       case DType::F16:
         out.data<std::uint16_t>()[i] = static_cast<std::uint16_t>(v);
         break;
+      case DType::BF16: {  // the bits, like float16 (no C++ type of its own)
+        const auto bits = static_cast<std::uint16_t>(v);
+        std::memcpy(out.raw() + static_cast<std::size_t>(i) * 2, &bits, 2);
+        break;
+      }
       default:
         break;
     }

@@ -181,7 +181,9 @@ void lp_norm_kernel(const Node& node, Inputs inputs, Outputs outputs) {
         }
         if (!l1) norm = std::sqrt(norm);
         for (std::int64_t k = 0; k < n; ++k) {
-          py[base + k * inner] = static_cast<T>(static_cast<double>(px[base + k * inner]) / norm);
+          // A zero vector stays zero (ONNX's reference), not 0/0.
+          const double v = norm == 0 ? 0.0 : static_cast<double>(px[base + k * inner]) / norm;
+          py[base + k * inner] = static_cast<T>(v);
         }
       }
     }

@@ -77,8 +77,9 @@ std::vector<TensorType> infer_mod(const ShapeContext& ctx) {
   const std::int64_t fmod = ctx.node().attr_int("fmod", 0);
   if (fmod != 0 && fmod != 1) ctx.fail("attribute fmod must be 0 or 1, got {}", fmod);
   if (fmod == 0 && is_float(ctx.input_dtype(0))) {
-    ctx.fail("fmod=0 is not defined for floating-point inputs (dtype {})",
-             dtype_name(ctx.input_dtype(0)));
+    // Undefined before opset 28, which made it Python's floored remainder.
+    ctx.unsupported("fmod=0 on floating-point inputs (dtype {}; the floored remainder of opset 28)",
+                    dtype_name(ctx.input_dtype(0)));
   }
   return {{ctx.input_dtype(0),
            broadcast_shapes(ctx.input_shape(0), ctx.input_shape(1), ctx.node().describe())}};

@@ -377,6 +377,10 @@ std::vector<TensorType> infer_depth_to_space(const ShapeContext& ctx) {
 std::vector<TensorType> infer_space_to_depth(const ShapeContext& ctx) {
   const TensorType x = ctx.input(0);
   const std::int64_t b = ctx.node().required_int("blocksize");
+  // Opset 28 added DepthToSpace's 'mode' here; DCR is the order of the earlier opsets.
+  if (const std::string mode = ctx.node().attr_string("mode", "DCR"); mode != "DCR") {
+    ctx.unsupported("mode '{}' (only DCR, the order before opset 28)", mode);
+  }
   if (x.shape.size() != 4) ctx.fail("input must be 4-D, got {}", shape_to_string(x.shape));
   if (b < 1 || x.shape[2] % b != 0 || x.shape[3] % b != 0) {
     ctx.fail("spatial dims {}x{} not divisible by blocksize {}", x.shape[2], x.shape[3], b);

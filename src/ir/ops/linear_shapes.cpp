@@ -54,7 +54,7 @@ std::vector<TensorType> infer_conv(const ShapeContext& ctx) {
   const WindowGeometry g = window_geometry(ctx.node(), spatial_of(x), kernel, false);
   Shape out{x[0], w[0]};
   out.insert(out.end(), g.output.begin(), g.output.end());
-  return {{DType::F32, out}};
+  return {{ctx.input_dtype(0), out}};
 }
 
 std::vector<TensorType> infer_conv_transpose(const ShapeContext& ctx) {
@@ -87,7 +87,7 @@ std::vector<TensorType> infer_conv_transpose(const ShapeContext& ctx) {
   const WindowGeometry g = conv_transpose_geometry(ctx.node(), spatial_of(x), kernel);
   Shape out{x[0], out_channels};
   out.insert(out.end(), g.output.begin(), g.output.end());
-  return {{DType::F32, out}};
+  return {{ctx.input_dtype(0), out}};
 }
 
 std::vector<TensorType> infer_gemm(const ShapeContext& ctx) {
@@ -117,7 +117,7 @@ std::vector<TensorType> infer_gemm(const ShapeContext& ctx) {
     if (ok && c.size() == 1) ok = c[0] == 1 || c[0] == n;
     if (!ok) ctx.fail("C of shape {} does not broadcast to {}x{}", shape_to_string(c), m, n);
   }
-  return {{DType::F32, {m, n}}};
+  return {{ctx.input_dtype(0), {m, n}}};
 }
 
 std::vector<TensorType> infer_matmul(const ShapeContext& ctx) {
@@ -138,7 +138,7 @@ std::vector<TensorType> infer_matmul(const ShapeContext& ctx) {
                                ctx.node().describe() + " batch dimensions");
   if (!a_vec) out.push_back(a[a.size() - 2]);
   if (!b_vec) out.push_back(b.back());
-  return {{DType::F32, out}};
+  return {{ctx.input_dtype(0), out}};
 }
 
 }  // namespace

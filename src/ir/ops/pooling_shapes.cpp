@@ -36,14 +36,14 @@ std::vector<TensorType> infer_max_pool(const ShapeContext& ctx) {
   // storage_order only changes the Indices output, which is refused above.
   if (order != 0 && order != 1) ctx.fail("storage_order must be 0 or 1, got {}", order);
   const Shape out = window_output(ctx, x);
-  return {{DType::F32, out}, {DType::I64, out}};
+  return {{ctx.input_dtype(0), out}, {DType::I64, out}};
 }
 
 std::vector<TensorType> infer_average_pool(const ShapeContext& ctx) {
   const Shape& x = pooled_input(ctx);
   const std::int64_t include = ctx.node().attr_int("count_include_pad", 0);
   if (include != 0 && include != 1) ctx.fail("count_include_pad must be 0 or 1, got {}", include);
-  return {{DType::F32, window_output(ctx, x)}};
+  return {{ctx.input_dtype(0), window_output(ctx, x)}};
 }
 
 std::vector<TensorType> infer_global_pool(const ShapeContext& ctx) {
@@ -51,7 +51,7 @@ std::vector<TensorType> infer_global_pool(const ShapeContext& ctx) {
   Shape out(x.size(), 1);
   out[0] = x[0];
   out[1] = x[1];
-  return {{DType::F32, out}};
+  return {{ctx.input_dtype(0), out}};
 }
 
 // RoiAlign: per region of interest, an output_height x output_width grid of bins over
@@ -94,7 +94,7 @@ std::vector<TensorType> infer_roi_align(const ShapeContext& ctx) {
       if (b < 0 || b >= x[0]) ctx.fail("batch index {} is out of range for a batch of {}", b, x[0]);
     }
   }
-  return {{DType::F32, {rois[0], x[1], oh, ow}}};
+  return {{ctx.input_dtype(0), {rois[0], x[1], oh, ow}}};
 }
 
 }  // namespace

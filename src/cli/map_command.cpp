@@ -44,8 +44,7 @@ std::string reduction(double base, double ours) {
 void map(const MapOptions& o) {
   using namespace orchid::mapping;
   const System sys = load_system(o.system);
-  const Workload w =
-      load_workload(o.workload, o.batch, config_roots(), o.shapes.import_options());
+  const Workload w = load_workload(o.workload, o.batch, config_roots(), o.shapes.import_options());
   // GPUs are priced by the kernel orchestrator's optimal plan per layer subgraph.
   const OrchestratedCostProvider orchestrated;
   const bool orchestrate_gpus = !sys.gpu_designs.empty() && !o.gpu_roofline;

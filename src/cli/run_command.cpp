@@ -45,10 +45,10 @@ struct RunOptions {
                              // "opencl" / "cuda": run it as generated device code (src/codegen)
   std::string device_model;  // with opencl/cuda: the device spec to orchestrate for
   std::string plan;          // a plan JSON from `orchid orchestrate --json`
-  std::string plan_kind = "optimal";  // with --device: which plan to execute
-  CostCliOptions cost;                // with --device: --profile, --profile-db
-  DistributedRunOptions distributed;  // --mapping: run a mapping plan across MPI ranks
-  int kernel_times = 0;               // with a plan: list this many slowest kernels
+  std::string plan_kind = "optimal";         // with --device: which plan to execute
+  CostCliOptions cost;                       // with --device: --profile, --profile-db
+  DistributedRunOptions distributed;         // --mapping: run a mapping plan across MPI ranks
+  int kernel_times = 0;                      // with a plan: list this many slowest kernels
   std::string linear_backend = "generated";  // with --device cuda: generated, vendor, auto
 };
 
@@ -150,8 +150,9 @@ void run(const RunOptions& options) {
     fail("--device: 'cpu', 'opencl' or 'cuda' can execute plans, got '{}'", options.device);
   }
   if (options.device == "opencl" && options.cost.profile) {
-    fail("--profile times kernels on the CPU (--device cpu) or on an NVIDIA GPU (--device cuda), "
-         "not through OpenCL");
+    fail(
+        "--profile times kernels on the CPU (--device cpu) or on an NVIDIA GPU (--device cuda), "
+        "not through OpenCL");
   }
   if (!options.device_model.empty() && !gpu) fail("--device-model goes with --device opencl|cuda");
   if (options.linear_backend != "generated" && options.device != "cuda") {

@@ -53,8 +53,7 @@ std::string_view dtype_name(DType dtype) {
 }
 
 bool is_float(DType dtype) {
-  return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::F64 ||
-         dtype == DType::BF16;
+  return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::F64 || dtype == DType::BF16;
 }
 
 bool is_half_float(DType dtype) {

@@ -185,9 +185,10 @@ class Reader {
     for (const auto& [name, value] : options_.dim_params) {
       if (!names.count(name)) {
         if (names.empty()) {
-          fail("'{}': symbolic dimension '{}' is not declared by any graph input (the inputs "
-               "have no symbolic dimensions)",
-               path_, name);
+          fail(
+              "'{}': symbolic dimension '{}' is not declared by any graph input (the inputs "
+              "have no symbolic dimensions)",
+              path_, name);
         }
         fail("'{}': symbolic dimension '{}' is not declared by any graph input (declared: {})",
              path_, name, fmt::join(names, ", "));

@@ -250,7 +250,8 @@ void dropout_for_inference(Upgrader& u, Node& node, std::vector<Node>& out) {
   const std::string mask = node.outputs[1];
   node.outputs.resize(1);
   const std::string shape = u.fresh_tensor(node.name + "_mask_shape");
-  Node shape_of{u.fresh_node(node.name + "_mask_shape"), "Shape", "", {}, {node.inputs[0]}, {shape}};
+  Node shape_of{
+      u.fresh_node(node.name + "_mask_shape"), "Shape", "", {}, {node.inputs[0]}, {shape}};
   Node fill{u.fresh_node(node.name + "_mask"), "ConstantOfShape", "", {}, {shape}, {mask}};
   fill.attributes["value"] = Tensor::from_vector<std::uint8_t>({1}, {1}).cast(DType::Bool);
   out.push_back(std::move(node));

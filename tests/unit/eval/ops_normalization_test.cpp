@@ -89,8 +89,8 @@ TEST(NormalizationShapes, InstanceNorm) {
                                                          {"b", Tensor(DType::F32, {2})}}),
                Error);
   EXPECT_NO_THROW(single_op_graph("InstanceNormalization", {{"x", Tensor(DType::F16, {1, 2, 3})},
-                                                         {"s", Tensor(DType::F16, {2})},
-                                                         {"b", Tensor(DType::F16, {2})}}));
+                                                            {"s", Tensor(DType::F16, {2})},
+                                                            {"b", Tensor(DType::F16, {2})}}));
 }
 
 TEST(NormalizationKernels, InstanceNorm) {

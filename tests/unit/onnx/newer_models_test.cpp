@@ -138,8 +138,8 @@ TEST(NewerModels, Bf16ConvMatchesF32MathWithinBf16Rounding) {
           }
         }
         // The conv output is a bf16 tensor: rounded before Relu and the pool.
-        total += std::max(0.0, static_cast<double>(bfloat16_to_float(float_to_bfloat16(
-                                   static_cast<float>(s)))));
+        total += std::max(
+            0.0, static_cast<double>(bfloat16_to_float(float_to_bfloat16(static_cast<float>(s)))));
       }
     }
     const double expected = total / 64;

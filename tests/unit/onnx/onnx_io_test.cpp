@@ -379,8 +379,8 @@ TEST_F(OnnxIo, TypedTensorFields) {
 }
 
 TEST_F(OnnxIo, UnsupportedDtypeNamesTensor) {
-  for (int type : std::initializer_list<int>
-       {TensorProto::STRING, 17 /* FLOAT8E4M3FN */, TensorProto::UINT16, TensorProto::COMPLEX64}) {
+  for (int type : std::initializer_list<int>{TensorProto::STRING, 17 /* FLOAT8E4M3FN */,
+                                             TensorProto::UINT16, TensorProto::COMPLEX64}) {
     auto m = conv_model();
     TensorProto t;
     t.set_name("odd_tensor");

@@ -53,10 +53,11 @@ int cpu_threads() {
 }
 
 std::vector<std::pair<std::string, std::string>> wanted_openmp_environment() {
-  for (const char* chosen : {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "ORCHID_OMP_POLICY_SET"}) {
+  for (const char* chosen :
+       {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME", "ORCHID_OMP_POLICY_SET"}) {
     if (std::getenv(chosen)) return {};
   }
-  return {{"GOMP_SPINCOUNT", kOpenmpSpinCount},
+  return {{"OMP_WAIT_POLICY", "PASSIVE"},
           {"KMP_BLOCKTIME", "0"},  // the same for LLVM/Intel OpenMP, should it be linked
           {"ORCHID_OMP_POLICY_SET", "1"}};
 }

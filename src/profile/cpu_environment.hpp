@@ -25,13 +25,15 @@ void set_cpu_threads(int threads);
 int cpu_threads();
 
 // OpenMP threads spin before they sleep at a barrier. libgomp's default (300,000 spins,
-// about a millisecond) is right on a quiet machine but falls off a cliff when another
-// process shares a core: a spinning thread holds the core its descheduled peer needs.
-// libgomp reads its settings once, when it is loaded, so they cannot be changed from
-// main(); this returns the environment settings orchid wants (empty when the user chose
-// a wait policy: OMP_WAIT_POLICY, GOMP_SPINCOUNT or ORCHID_OMP_POLICY_SET set), for the
+// about a millisecond) suits a quiet machine but falls off a cliff when other processes
+// share the cores: a spinning thread holds the core its descheduled peer needs, and each
+// parallel region waits for time slices (measured: bench/results/cpu_plans_progress.md,
+// MobileNetV2 on a loaded 2-core machine, 2-4 s per inference spinning vs ~20 ms passive).
+// orchid therefore runs with the passive policy (threads sleep at once). libgomp reads
+// its settings once, when it is loaded, so they cannot be changed from main(); this
+// returns the environment orchid wants (empty when the user chose a wait policy:
+// OMP_WAIT_POLICY, GOMP_SPINCOUNT or KMP_BLOCKTIME set, or ORCHID_OMP_POLICY_SET), for the
 // CLI to re-execute itself with.
 std::vector<std::pair<std::string, std::string>> wanted_openmp_environment();
-constexpr const char* kOpenmpSpinCount = "20000";  // a few microseconds of spinning
 
 }  // namespace orchid

@@ -56,8 +56,8 @@ struct RunOptions {
   int kernel_times = 0;               // with a plan: list this many slowest kernels
   int threads = 0;                    // --threads (threads_given) else the affinity mask's cores
   bool threads_given = false;
-  int k_best = 3;                  // --plan-kind fastest: ranked plans timed beside greedy
-  double select_seconds = 2;       // their timed runs together
+  int k_best = 3;             // --plan-kind fastest: ranked plans timed beside greedy
+  double select_seconds = 2;  // their timed runs together
 };
 
 constexpr const char* kRunPlanKinds[] = {"fastest", "optimal", "operator-level", "per-primitive",
@@ -135,8 +135,8 @@ std::string describe_selection(const PlanSelection& s) {
       s.trials.size(), s.rounds, s.interleaved ? " interleaved" : "", s.seconds);
   for (std::size_t k = 0; k < s.trials.size(); ++k) {
     const PlanTrial& t = s.trials[k];
-    out += fmt::format("{} {} {:.2f} ({:.2f}){}", k ? "," : "", t.kind, t.median_ms,
-                       t.predicted_ms, t.cv > kNoisyTimingCv ? " noisy" : "");
+    out += fmt::format("{} {} {:.2f} ({:.2f}){}", k ? "," : "", t.kind, t.median_ms, t.predicted_ms,
+                       t.cv > kNoisyTimingCv ? " noisy" : "");
   }
   return out + fmt::format(" -> {}\n", s.trials[s.fastest].kind);
 }
@@ -148,7 +148,10 @@ void run(const RunOptions& options) {
     return;
   }
   if (options.repeat < 1) fail("--repeat must be at least 1, got {}", options.repeat);
-  const int threads = options.threads_given ? options.threads : available_cores();
+  // Default: the cores this process may use, unless OMP_NUM_THREADS says otherwise.
+  const int threads = options.threads_given            ? options.threads
+                      : std::getenv("OMP_NUM_THREADS") ? cpu_threads()
+                                                       : available_cores();
   set_cpu_threads(threads);  // before any executor: oneDNN and fused loops size by it
   const LoadedModel loaded = load_model(options.model.model, options.model.import_options());
   const Graph& g = loaded.graph;
@@ -207,9 +210,8 @@ void run(const RunOptions& options) {
       if (select) {
         PlanSelectionOptions so;
         so.budget_seconds = options.select_seconds;
-        const PlanSelection chosen =
-            select_fastest_plan(o.fission.graph, o.fission.alternatives,
-                                plan_candidates(o.ranked, o.greedy), feed, so);
+        const PlanSelection chosen = select_fastest_plan(
+            o.fission.graph, o.fission.alternatives, plan_candidates(o.ranked, o.greedy), feed, so);
         orchestration_report += describe_selection(chosen);
         for (const Plan* p : plan_candidates(o.ranked, o.greedy)) {
           if (p->kind == chosen.trials[chosen.fastest].kind) plan = *p;
@@ -376,7 +378,8 @@ Action add_run_command(CLI::App& app) {
       ->check(in_range(0, 3600));
   CLI::Option* threads = cmd->add_option(
       "--threads", options->threads,
-      "Threads for oneDNN and the fused loops (default: the cores this process may use)");
+      "Threads for oneDNN and the fused loops (default: the cores this process may use, or "
+      "OMP_NUM_THREADS when set)");
   add_cost_options(*cmd, options->cost, false);
   add_distributed_run_options(*cmd, options->distributed);
   return [options, threads] {

@@ -166,8 +166,8 @@ std::vector<Plan> rank_plans(const PrimitiveGraphIndex& index,
   };
   CombinationRanker ranker(problems.size(), cost_of);
   ranker.next();  // the optimum itself
-  for (int tries = 0; ranked.size() < options.k_best && tries < 4 * static_cast<int>(options.k_best);
-       ++tries) {
+  for (int tries = 0;
+       ranked.size() < options.k_best && tries < 4 * static_cast<int>(options.k_best); ++tries) {
     const auto combination = ranker.next();
     if (!combination) break;
     std::vector<KernelChoice> choices;
@@ -177,8 +177,8 @@ std::vector<Plan> rank_plans(const PrimitiveGraphIndex& index,
                            problems[r].problem.cost[static_cast<std::size_t>(k)]});
       }
     }
-    auto plan = build_plan(index, alternatives, choices,
-                           fmt::format("optimal-{}", ranked.size() + 1));
+    auto plan =
+        build_plan(index, alternatives, choices, fmt::format("optimal-{}", ranked.size() + 1));
     if (plan) ranked.push_back(std::move(*plan));
   }
   st.k_best_seconds = seconds_since(start);

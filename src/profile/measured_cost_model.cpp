@@ -77,8 +77,8 @@ bool MeasuredCostModel::measure(std::uint64_t signature, const KernelView& kerne
     } else {
       now.error = t.error.empty() ? "unknown error" : t.error;
     }
-    const bool better = attempt == 0 || (now.ok() && (!e.ok() || now.p90_us / now.p10_us <
-                                                                     e.p90_us / e.p10_us));
+    const bool better =
+        attempt == 0 || (now.ok() && (!e.ok() || now.p90_us / now.p10_us < e.p90_us / e.p10_us));
     if (better) e = std::move(now);
     if (!e.too_noisy(options_.max_stored_spread)) break;
     timer.target_seconds *= 2;

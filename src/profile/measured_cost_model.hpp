@@ -34,7 +34,7 @@ struct MeasuredCostOptions {
   bool progress = true;  // progress report on stderr while timing
   std::size_t min_calibration_kernels = 8;
   bool calibrated_fallback = true;  // cost untimeable kernels with the calibrated model
-  int noisy_retries = 2;  // times a kernel too noisy to store is timed again (longer)
+  int noisy_retries = 2;            // times a kernel too noisy to store is timed again (longer)
   double max_stored_spread = ProfileEntry::kMaxSpread;  // p90/p10 above it: not stored
 };
 
@@ -45,7 +45,7 @@ struct MeasuredCostStats {
   std::size_t fell_back = 0;                   // could not be timed (now or before): analytic cost
   std::vector<std::string> fallback_examples;  // "<kernel>: <why>", the first few
   std::size_t noisy = 0;  // timed but too noisy to store (ProfileEntry::too_noisy), kept in memory
-  double profiling_seconds = 0;                // wall time spent timing kernels
+  double profiling_seconds = 0;  // wall time spent timing kernels
   // Over the measured kernels of the last prepare(): analytic model vs measurement.
   CalibrationResult calibration;
 };

@@ -148,7 +148,8 @@ void ProfileDb::save() {
            ec.message());
   }
   // Keep what other runs saved since we read the file; our entries win.
-  for (auto& [sig, e] : read_entries(path_, max_spread_, device_)) entries_.emplace(sig, std::move(e));
+  for (auto& [sig, e] : read_entries(path_, max_spread_, device_))
+    entries_.emplace(sig, std::move(e));
   write_file_atomically(path_, to_json());
   dirty_ = false;
 }

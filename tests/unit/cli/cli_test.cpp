@@ -333,8 +333,8 @@ TEST(CliCpu, DefaultRunSelectsAmongRankedPlansAndGreedy) {
   EXPECT_NE(r.out.find("candidate plans timed end to end"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("plan     predicted "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("spread   coefficient of variation"), std::string::npos) << r.out;
-  const Result fixed = run_cli("run " + model("tiny_attention") +
-                               " --device cpu --plan-kind optimal --threads 1");
+  const Result fixed =
+      run_cli("run " + model("tiny_attention") + " --device cpu --plan-kind optimal --threads 1");
   ASSERT_EQ(fixed.code, 0) << fixed.err;
   EXPECT_EQ(fixed.out.find("select   "), std::string::npos) << fixed.out;
   EXPECT_NE(fixed.out.find("plan     predicted "), std::string::npos) << fixed.out;

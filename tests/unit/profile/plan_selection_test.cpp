@@ -29,14 +29,12 @@ TEST(PlanSelection, TimesRankedPlansAndGreedyAndKeepsTheFastest) {
   const Orchestration o = orchestrate(loaded.graph, *model, options);
   const std::vector<const Plan*> candidates = plan_candidates(o.ranked, o.greedy);
   ASSERT_GE(candidates.size(), 2u);
-  const bool greedy_is_ranked =
-      std::any_of(o.ranked.begin(), o.ranked.end(), [&](const Plan& p) {
-        return p.kernels.size() == o.greedy.kernels.size() &&
-               std::equal(p.kernels.begin(), p.kernels.end(), o.greedy.kernels.begin(),
-                          [](const PlannedKernel& a, const PlannedKernel& b) {
-                            return a.nodes == b.nodes;
-                          });
-      });
+  const bool greedy_is_ranked = std::any_of(o.ranked.begin(), o.ranked.end(), [&](const Plan& p) {
+    return p.kernels.size() == o.greedy.kernels.size() &&
+           std::equal(
+               p.kernels.begin(), p.kernels.end(), o.greedy.kernels.begin(),
+               [](const PlannedKernel& a, const PlannedKernel& b) { return a.nodes == b.nodes; });
+  });
   EXPECT_EQ(candidates.back()->kind == "greedy-fusion", !greedy_is_ranked);
   EXPECT_EQ(candidates.size(), o.ranked.size() + (greedy_is_ranked ? 0 : 1));
 
@@ -57,8 +55,8 @@ TEST(PlanSelection, TimesRankedPlansAndGreedyAndKeepsTheFastest) {
     so.min_rounds = 3;
     so.max_rounds = 5;
     so.interleave_bytes = interleave_bytes;
-    const PlanSelection s = select_fastest_plan(o.fission.graph, o.fission.alternatives,
-                                                candidates, feed, so);
+    const PlanSelection s =
+        select_fastest_plan(o.fission.graph, o.fission.alternatives, candidates, feed, so);
     EXPECT_EQ(s.interleaved, interleave_bytes > 0);
     ASSERT_EQ(s.trials.size(), candidates.size());
     for (std::size_t k = 0; k < s.trials.size(); ++k) {

@@ -135,7 +135,7 @@ std::string describe_selection(const PlanSelection& s) {
       s.trials.size(), s.rounds, s.interleaved ? " interleaved" : "", s.seconds);
   for (std::size_t k = 0; k < s.trials.size(); ++k) {
     const PlanTrial& t = s.trials[k];
-    out += fmt::format("{} {} {:.2f} ({:.2f}){}", k ? "," : "", t.kind, t.median_ms, t.predicted_ms,
+    out += fmt::format("{} {} {:.3g} ({:.3g}){}", k ? "," : "", t.kind, t.median_ms, t.predicted_ms,
                        t.cv > kNoisyTimingCv ? " noisy" : "");
   }
   return out + fmt::format(" -> {}\n", s.trials[s.fastest].kind);
@@ -210,10 +210,10 @@ void run(const RunOptions& options) {
       if (select) {
         PlanSelectionOptions so;
         so.budget_seconds = options.select_seconds;
-        const PlanSelection chosen = select_fastest_plan(
-            o.fission.graph, o.fission.alternatives, plan_candidates(o.ranked, o.greedy), feed, so);
+        const PlanSelection chosen = select_fastest_plan(o.fission.graph, o.fission.alternatives,
+                                                         plan_candidates(o), feed, so);
         orchestration_report += describe_selection(chosen);
-        for (const Plan* p : plan_candidates(o.ranked, o.greedy)) {
+        for (const Plan* p : plan_candidates(o)) {
           if (p->kind == chosen.trials[chosen.fastest].kind) plan = *p;
         }
       } else {

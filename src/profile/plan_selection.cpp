@@ -34,13 +34,15 @@ std::set<std::vector<std::size_t>> kernel_set(const Plan& p) {
 
 }  // namespace
 
-std::vector<const Plan*> plan_candidates(const std::vector<Plan>& ranked, const Plan& greedy) {
+std::vector<const Plan*> plan_candidates(const Orchestration& o) {
   std::vector<const Plan*> out;
   std::set<std::set<std::vector<std::size_t>>> seen;
-  for (const Plan& p : ranked) {
+  auto add = [&](const Plan& p) {
     if (seen.insert(kernel_set(p)).second) out.push_back(&p);
-  }
-  if (seen.insert(kernel_set(greedy)).second) out.push_back(&greedy);
+  };
+  if (o.ranked.empty()) add(o.optimal);
+  for (const Plan& p : o.ranked) add(p);
+  add(o.greedy);
   return out;
 }
 

@@ -16,6 +16,7 @@
 
 #include "eval/reference_interpreter.hpp"
 #include "ir/graph.hpp"
+#include "orchestrate/orchestrator.hpp"
 #include "orchestrate/plan.hpp"
 
 namespace orchid {
@@ -50,9 +51,10 @@ PlanSelection select_fastest_plan(const Graph& graph,
                                   const std::vector<const Plan*>& plans, const TensorMap& inputs,
                                   const PlanSelectionOptions& options = {});
 
-// The plans worth timing: the ranked plans, then greedy fusion unless one of them has
-// the same kernels (so greedy is always a candidate, and no plan is timed twice).
-std::vector<const Plan*> plan_candidates(const std::vector<Plan>& ranked, const Plan& greedy);
+// The plans worth timing: the ranked plans (the optimum alone when none were ranked),
+// then greedy fusion unless one of them has the same kernels (so greedy is always a
+// candidate, and no plan is timed twice).
+std::vector<const Plan*> plan_candidates(const Orchestration& orchestration);
 
 // Coefficient of variation above which a timing is reported as noisy.
 constexpr double kNoisyTimingCv = 0.10;

@@ -27,7 +27,7 @@ TEST(PlanSelection, TimesRankedPlansAndGreedyAndKeepsTheFastest) {
   OrchestrateOptions options;
   options.k_best = 3;
   const Orchestration o = orchestrate(loaded.graph, *model, options);
-  const std::vector<const Plan*> candidates = plan_candidates(o.ranked, o.greedy);
+  const std::vector<const Plan*> candidates = plan_candidates(o);
   ASSERT_GE(candidates.size(), 2u);
   const bool greedy_is_ranked = std::any_of(o.ranked.begin(), o.ranked.end(), [&](const Plan& p) {
     return p.kernels.size() == o.greedy.kernels.size() &&
@@ -48,6 +48,12 @@ TEST(PlanSelection, TimesRankedPlansAndGreedyAndKeepsTheFastest) {
           << p->kind << " output " << name;
     }
   }
+
+  // Without ranked plans the optimum stands for them.
+  const Orchestration single = orchestrate(loaded.graph, *model);
+  const std::vector<const Plan*> two = plan_candidates(single);
+  ASSERT_FALSE(two.empty());
+  EXPECT_EQ(two.front()->kind, "optimal");
 
   for (const std::int64_t interleave_bytes : {std::int64_t{1} << 40, std::int64_t{0}}) {
     PlanSelectionOptions so;

@@ -16,6 +16,9 @@ namespace orchid::cli {
 
 namespace {
 
+// A calibration whose typical ratio predicted/measured stays above this is reported.
+constexpr double kFarOffRatio = 1.5;
+
 std::string correlation(double rho) {
   return std::isnan(rho) ? "n/a" : fmt::format("{:.3f}", rho);
 }
@@ -44,13 +47,16 @@ void write_calibrated_device(const MeasuredCostModel& model, const CostCliOption
       "machine (profile database {}); base file {}.\n"
       "Spearman rank correlation predicted vs measured: {} before, {} after ({} two-fold "
       "held-out);\n"
-      "rms log error {:.3f} -> {:.3f}.\n"
+      "rms log error {:.3f} -> {:.3f}{}.\n"
       "Fitted:",
       model_path, model.device().name, options.calibrate_out, today(), c.kernels,
       model.database().path(),
       model.device().source_file.empty() ? "(built in)" : model.device().source_file,
       correlation(c.spearman_before), correlation(c.spearman_after),
-      correlation(c.spearman_after_heldout), c.rms_log_error_before, c.rms_log_error_after);
+      correlation(c.spearman_after_heldout), c.rms_log_error_before, c.rms_log_error_after,
+      std::exp(c.rms_log_error_after) > kFarOffRatio
+          ? fmt::format(" (STAYS FAR OFF: typical ratio {:.2f}x)", std::exp(c.rms_log_error_after))
+          : "");
   for (const auto& p : c.parameters) {
     header += fmt::format("\n  {} {:.6g} -> {:.6g}{}", p.key, p.before, p.after,
                           !p.fitted    ? " (no measured kernel depends on it: kept)"
@@ -121,6 +127,12 @@ void report_measured_costs(const CostModel& model, const CostCliOptions& options
       "analytic model\n",
       s.kernels, s.timed, s.reused, measured->database().path(), s.fell_back);
   fmt::print("             profiling wall time {:.2f} s\n", s.profiling_seconds);
+  if (s.noisy > 0) {
+    fmt::print(
+        "             {} kernel(s) too noisy to store (p90/p10 > {} after {} re-timings; is "
+        "something else loading the machine?): used for this run only\n",
+        s.noisy, ProfileEntry::kMaxSpread, MeasuredCostOptions{}.noisy_retries);
+  }
   for (const auto& e : s.fallback_examples) fmt::print("             fell back: {}\n", e);
   const CalibrationResult& c = s.calibration;
   fmt::print(
@@ -141,6 +153,13 @@ void report_measured_costs(const CostModel& model, const CostCliOptions& options
         "-> {:.2f}x)\n",
         c.rms_log_error_before, c.rms_log_error_after, std::exp(c.rms_log_error_before),
         std::exp(c.rms_log_error_after));
+    if (std::exp(c.rms_log_error_after) > kFarOffRatio) {
+      fmt::print(
+          "warning      the calibrated model stays far off: a typical kernel is {:.2f}x off "
+          "(over {:.1f}x); its terms cannot express what these kernels do, trust the "
+          "measurements, not the calibrated figures\n",
+          std::exp(c.rms_log_error_after), kFarOffRatio);
+    }
   } else {
     fmt::print("calibration  not done: {}\n", c.note);
   }

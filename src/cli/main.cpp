@@ -7,8 +7,11 @@
 #include <exception>
 #include <new>
 
+#include <unistd.h>
+
 #include "cli/commands.hpp"
 #include "cli/config_dirs.hpp"
+#include "profile/cpu_environment.hpp"
 #include "util/error.hpp"
 #include "util/printable.hpp"
 
@@ -25,9 +28,14 @@ int report(const char* prefix, std::string_view message, int code) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // All of orchid's threads are OpenMP's (oneDNN, fused loops, reference kernels), so
-  // libgomp's default wait policy (spin briefly between parallel regions, then sleep)
-  // is the right one: a kernel starts without waking sleeping threads.
+  // All of orchid's threads are OpenMP's (oneDNN, fused loops, reference kernels). libgomp
+  // reads its wait policy once, when loaded, so orchid re-executes itself with the passive
+  // policy (cpu_environment.hpp) unless the user chose one: idle threads do not hold a
+  // core that another process needs.
+  if (const auto env = orchid::wanted_openmp_environment(); !env.empty()) {
+    for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
+    execv("/proc/self/exe", argv);  // on failure, carry on with the defaults
+  }
   CLI::App app{"orchid: kernel orchestration and multi-accelerator mapping for ONNX models"};
   app.set_version_flag("--version", std::string("orchid ") + ORCHID_VERSION);
   app.require_subcommand(1);

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -24,10 +25,13 @@
 #include "orchestrate/orchestrator.hpp"
 #include "orchestrate/plan_import.hpp"
 #include "passes/load_model.hpp"
+#include "profile/cpu_environment.hpp"
+#include "profile/plan_selection.hpp"
 #include "runtime/plan_executor.hpp"
 #include "util/atomic_file.hpp"
 #include "util/error.hpp"
 #include "util/safe_file.hpp"
+#include "util/statistics.hpp"
 
 namespace orchid::cli {
 
@@ -45,12 +49,20 @@ struct RunOptions {
                              // "opencl" / "cuda": run it as generated device code (src/codegen)
   std::string device_model;  // with opencl/cuda: the device spec to orchestrate for
   std::string plan;          // a plan JSON from `orchid orchestrate --json`
-  std::string plan_kind = "optimal";         // with --device: which plan to execute
-  CostCliOptions cost;                       // with --device: --profile, --profile-db
-  DistributedRunOptions distributed;         // --mapping: run a mapping plan across MPI ranks
-  int kernel_times = 0;                      // with a plan: list this many slowest kernels
+  std::string plan_kind = "fastest";  // with --device: which plan to execute ("fastest":
+                                      // the k best and greedy fusion timed, see below)
+  CostCliOptions cost;                // with --device: --profile, --profile-db
+  DistributedRunOptions distributed;  // --mapping: run a mapping plan across MPI ranks
+  int kernel_times = 0;               // with a plan: list this many slowest kernels
+  int threads = 0;                    // --threads (threads_given) else the affinity mask's cores
+  bool threads_given = false;
+  int k_best = 3;             // --plan-kind fastest: ranked plans timed beside greedy
+  double select_seconds = 2;  // their timed runs together
   std::string linear_backend = "generated";  // with --device cuda: generated, vendor, auto
 };
+
+constexpr const char* kRunPlanKinds[] = {"fastest", "optimal", "operator-level", "per-primitive",
+                                         "greedy-fusion"};
 
 }  // namespace
 
@@ -133,6 +145,20 @@ void refuse_half_floats(const Graph& g, const std::string& model) {
   }
 }
 
+// The candidates' measured times beside their predictions, and the one kept.
+std::string describe_selection(const PlanSelection& s) {
+  std::string out = fmt::format(
+      "select   {} candidate plans timed end to end, {} rounds{} in {:.2f} s (median ms, "
+      "predicted in brackets):",
+      s.trials.size(), s.rounds, s.interleaved ? " interleaved" : "", s.seconds);
+  for (std::size_t k = 0; k < s.trials.size(); ++k) {
+    const PlanTrial& t = s.trials[k];
+    out += fmt::format("{} {} {:.3g} ({:.3g}){}", k ? "," : "", t.kind, t.median_ms, t.predicted_ms,
+                       t.cv > kNoisyTimingCv ? " noisy" : "");
+  }
+  return out + fmt::format(" -> {}\n", s.trials[s.fastest].kind);
+}
+
 void run(const RunOptions& options) {
   if (!options.distributed.mapping.empty()) {
     run_mapping_plan(options.model, options.inputs, options.seed, options.save_outputs,
@@ -140,6 +166,11 @@ void run(const RunOptions& options) {
     return;
   }
   if (options.repeat < 1) fail("--repeat must be at least 1, got {}", options.repeat);
+  // Default: the cores this process may use, unless OMP_NUM_THREADS says otherwise.
+  const int threads = options.threads_given            ? options.threads
+                      : std::getenv("OMP_NUM_THREADS") ? cpu_threads()
+                                                       : available_cores();
+  set_cpu_threads(threads);  // before any executor: oneDNN and fused loops size by it
   const LoadedModel loaded = load_model(options.model.model, options.model.import_options());
   const Graph& g = loaded.graph;
 
@@ -166,6 +197,8 @@ void run(const RunOptions& options) {
   std::string engine = "reference interpreter";
   std::optional<PlanExecutorStats> stats;
   std::string kernel_breakdown;
+  std::string orchestration_report;
+  std::optional<double> predicted_ms;
   if (!options.device.empty() || !options.plan.empty()) {
     try {
       g.require_static_shapes(fmt::format("'{}': the plan executor", options.model.model));
@@ -188,9 +221,30 @@ void run(const RunOptions& options) {
       CostCliOptions cost = options.cost;
       cost.cuda = options.device == "cuda";  // --profile times on the GPU
       const auto cost_model = make_cost_model(load_device_spec(spec, config_roots()), cost);
-      Orchestration o = orchestrate(g, *cost_model, OrchestrateOptions{});
+      const bool select = options.plan_kind == "fastest" && !gpu;
+      OrchestrateOptions orchestrate_options;
+      if (select) orchestrate_options.k_best = static_cast<std::size_t>(options.k_best);
+      Orchestration o = orchestrate(g, *cost_model, orchestrate_options);
       report_measured_costs(*cost_model, cost, options.model.model);
-      plan = plan_of_kind(o, options.plan_kind);
+      orchestration_report = fmt::format(
+          "orchestrate {:.2f} s ({} cost model; BLP {:.2f} s{})\n", o.stats.total_seconds,
+          options.cost.profile ? "measured" : "analytic", o.stats.solve_seconds,
+          select ? fmt::format(", {} ranked plans in {:.2f} s", o.ranked.size(),
+                               o.stats.k_best_seconds)
+                 : "");
+      if (select) {
+        PlanSelectionOptions so;
+        so.budget_seconds = options.select_seconds;
+        const PlanSelection chosen = select_fastest_plan(o.fission.graph, o.fission.alternatives,
+                                                         plan_candidates(o), feed, so);
+        orchestration_report += describe_selection(chosen);
+        for (const Plan* p : plan_candidates(o)) {
+          if (p->kind == chosen.trials[chosen.fastest].kind) plan = *p;
+        }
+      } else {
+        plan = plan_of_kind(o, options.plan_kind == "fastest" ? "optimal" : options.plan_kind);
+      }
+      predicted_ms = plan.total_us / 1e3;
       fission_result = std::move(o.fission);
       engine = fmt::format("plan executor, {} plan for {} ({} kernels, {} {:.2f} ms)", plan.kind,
                            spec, plan.kernels.size(),
@@ -236,6 +290,12 @@ void run(const RunOptions& options) {
   }
 
   fmt::print("model    {}  ({})\n", options.model.model, engine);
+  fmt::print("cpu      {} threads ({} cores in this process's affinity mask), oneDNN ISA {}{}\n",
+             cpu_threads(), available_cores(), effective_cpu_isa(),
+             std::getenv("ONEDNN_MAX_CPU_ISA")
+                 ? fmt::format(" (ONEDNN_MAX_CPU_ISA={})", std::getenv("ONEDNN_MAX_CPU_ISA"))
+                 : "");
+  fmt::print("{}", orchestration_report);
   for (const auto& name : g.outputs) {
     const Tensor& t = outputs.at(name);
     double sum = 0.0;
@@ -257,6 +317,19 @@ void run(const RunOptions& options) {
   fmt::print(
       "time     {:.2f} ms median over {} run(s) (p10 {:.2f} ms, p90 {:.2f} ms, min {:.2f} ms)\n",
       sorted[sorted.size() / 2], sorted.size(), pct(0.1), pct(0.9), sorted.front());
+  const double cv = coefficient_of_variation(times);
+  if (times.size() > 1) {
+    fmt::print("spread   coefficient of variation {:.1f}%{}\n", 100 * cv,
+               cv > kNoisyTimingCv ? fmt::format(" (warning: above {:.0f}%: the machine is busy "
+                                                 "or the runs too short; compare with care)",
+                                                 100 * kNoisyTimingCv)
+                                   : "");
+  }
+  if (predicted_ms) {
+    const double measured = sorted[sorted.size() / 2];
+    fmt::print("plan     predicted {:.2f} ms, measured {:.2f} ms (measured/predicted {:.2f})\n",
+               *predicted_ms, measured, *predicted_ms > 0 ? measured / *predicted_ms : 0.0);
+  }
   if (stats) {
     const double mib = 1024.0 * 1024.0;
     fmt::print(
@@ -313,9 +386,26 @@ Action add_run_command(CLI::App& app) {
                   "With --device or --plan: list the N slowest kernels (median per kernel over "
                   "--repeat extra runs) and how each runs")
       ->check(in_range(0, 1e6));
-  add_plan_kind_option(*cmd, options->plan_kind,
-                       "With --device: which plan to execute (optimal, operator-level, "
-                       "per-primitive, greedy-fusion)");
+  cmd->add_option("--plan-kind", options->plan_kind,
+                  "With --device: which plan to execute: fastest (default on the CPU: the "
+                  "--k-best best predicted plans and greedy fusion timed end to end, the "
+                  "fastest kept), optimal, operator-level, per-primitive, greedy-fusion")
+      ->default_val("fastest")
+      ->check(CLI::IsMember(
+          std::vector<std::string>(std::begin(kRunPlanKinds), std::end(kRunPlanKinds))));
+  cmd->add_option("--k-best", options->k_best,
+                  "With --plan-kind fastest: how many of the best predicted plans to time")
+      ->default_val(3)
+      ->check(in_range(1, 20));
+  cmd->add_option("--select-seconds", options->select_seconds,
+                  "With --plan-kind fastest: time for the candidate plans' timed runs "
+                  "together (each runs at least 3 times)")
+      ->default_val(2)
+      ->check(in_range(0, 3600));
+  CLI::Option* threads = cmd->add_option(
+      "--threads", options->threads,
+      "Threads for oneDNN and the fused loops (default: the cores this process may use, or "
+      "OMP_NUM_THREADS when set)");
   cmd->add_option("--linear-backend", options->linear_backend,
                   "With --device cuda: MatMul/Conv stages as generated kernels (generated), as "
                   "cuBLASLt/cuDNN calls where one computes the stage (vendor), or the faster "
@@ -323,7 +413,10 @@ Action add_run_command(CLI::App& app) {
       ->check(CLI::IsMember({"generated", "vendor", "auto"}));
   add_cost_options(*cmd, options->cost, false);
   add_distributed_run_options(*cmd, options->distributed);
-  return [options] { run(*options); };
+  return [options, threads] {
+    options->threads_given = threads->count() > 0;
+    run(*options);
+  };
 }
 
 }  // namespace orchid::cli

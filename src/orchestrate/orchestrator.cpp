@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "orchestrate/baselines.hpp"
+#include "orchestrate/k_best.hpp"
 #include "orchestrate/regions.hpp"
 #include "util/error.hpp"
 
@@ -129,6 +130,59 @@ Plan plan_from_partition(const PrimitiveGraphIndex& index,
   auto plan = build_plan(index, alternatives, choices, kind);
   if (!plan) internal_error("baseline '{}' is not schedulable", kind);
   return *plan;
+}
+
+// The k best plans: combinations of each region's ranked selections in order of their
+// summed cost (CombinationRanker). A region's next selection is its BLP with a no-good
+// cut on every earlier one (sum of its kernels <= size - 1: that selection and its
+// supersets, which only add redundant kernels, are excluded). Combinations whose kernels
+// cannot be ordered are skipped.
+std::vector<Plan> rank_plans(const PrimitiveGraphIndex& index,
+                             const std::map<std::string, std::string>& alternatives,
+                             const std::vector<RegionProblem>& problems, const Plan& optimal,
+                             const OrchestrateOptions& options, OrchestrationStats& st) {
+  const auto start = Clock::now();
+  std::vector<Plan> ranked{optimal};
+  std::vector<SelectionProblem> next_problem;
+  std::vector<std::vector<std::vector<int>>> selections(problems.size());
+  for (std::size_t r = 0; r < problems.size(); ++r) {
+    next_problem.push_back(problems[r].problem);
+    selections[r].push_back(problems[r].result.chosen);
+  }
+  auto cost_of = [&](std::size_t r, std::size_t rank) -> std::optional<double> {
+    if (rank == 0) return problems[r].result.objective;
+    const double left = options.k_best_time_limit_s - seconds_since(start);
+    if (left <= 0) return std::nullopt;
+    SelectionProblem& p = next_problem[r];
+    p.nogoods.push_back(selections[r].back());
+    if (!p.warm_start.empty() && !selection_is_feasible(p, p.warm_start)) p.warm_start.clear();
+    try {
+      SelectionResult result = solve_selection_cbc(p, std::max(1.0, left));
+      selections[r].push_back(result.chosen);
+      return result.objective;
+    } catch (const Error&) {
+      return std::nullopt;  // no other selection (or none found in time)
+    }
+  };
+  CombinationRanker ranker(problems.size(), cost_of);
+  ranker.next();  // the optimum itself
+  for (int tries = 0;
+       ranked.size() < options.k_best && tries < 4 * static_cast<int>(options.k_best); ++tries) {
+    const auto combination = ranker.next();
+    if (!combination) break;
+    std::vector<KernelChoice> choices;
+    for (std::size_t r = 0; r < problems.size(); ++r) {
+      for (int k : selections[r][combination->first[r]]) {
+        choices.push_back({problems[r].candidates[static_cast<std::size_t>(k)],
+                           problems[r].problem.cost[static_cast<std::size_t>(k)]});
+      }
+    }
+    auto plan =
+        build_plan(index, alternatives, choices, fmt::format("optimal-{}", ranked.size() + 1));
+    if (plan) ranked.push_back(std::move(*plan));
+  }
+  st.k_best_seconds = seconds_since(start);
+  return ranked;
 }
 
 }  // namespace
@@ -311,6 +365,9 @@ Orchestration orchestrate(const Graph& model, const CostModel& cost_model,
     problems[region].problem.nogoods.push_back(nogood);
     ++st.cycle_cuts;
     problems[region].result = solve_selection_within(problems[region].problem, region_limit(1));
+  }
+  if (options.k_best > 1) {
+    out.ranked = rank_plans(index, alternatives, problems, out.optimal, options, st);
   }
   for (const auto& rp : problems) {
     st.blp_objective_us += rp.result.objective;

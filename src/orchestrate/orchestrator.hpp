@@ -18,6 +18,10 @@ struct OrchestrateOptions {
   std::size_t region_target_size = 48;  // primitives per region before the next cut
   double time_limit_s = 60;             // for all BLPs together
   bool softmax_matmul_alternative = true;
+  // Plans to rank by predicted cost (Orchestration::ranked): the optimum, then the next
+  // best distinct selections (no-good cuts on each region's earlier selections).
+  std::size_t k_best = 1;
+  double k_best_time_limit_s = 10;  // for the extra BLP solves together
 };
 
 struct OrchestrationStats {
@@ -36,6 +40,7 @@ struct OrchestrationStats {
   double enumerate_seconds = 0;
   double cost_seconds = 0;
   double solve_seconds = 0;
+  double k_best_seconds = 0;  // extra solves for the ranked plans
   double total_seconds = 0;
   bool proven_optimal = true;
 };
@@ -46,6 +51,9 @@ struct Orchestration {
   Plan operator_level;
   Plan per_primitive;
   Plan greedy;
+  // With k_best > 1: up to k distinct plans in non-decreasing predicted cost, `optimal`
+  // first (kinds "optimal", "optimal-2", ...). Empty when k_best <= 1.
+  std::vector<Plan> ranked;
   OrchestrationStats stats;
   std::string device;
 };

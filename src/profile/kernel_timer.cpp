@@ -105,6 +105,7 @@ KernelTiming time_kernel(const KernelView& kernel, const KernelTimerOptions& opt
       times.push_back(s * 1e6);
       spent += s;
     }
+    timing.cv = coefficient_of_variation(times);
     std::sort(times.begin(), times.end());
     timing.ok = true;
     timing.reps = static_cast<int>(times.size());

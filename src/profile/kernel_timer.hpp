@@ -48,6 +48,7 @@ struct KernelTiming {
   double p10_us = 0;
   double p90_us = 0;
   double min_us = 0;
+  double cv = 0;  // coefficient of variation of the timed runs
   int reps = 0;
 };
 

@@ -24,7 +24,7 @@ constexpr double kSaveEverySeconds = 30;  // while profiling, so an interrupted 
 MeasuredCostModel::MeasuredCostModel(DeviceSpec device, MeasuredCostOptions options)
     : device_(std::move(device)),
       options_(std::move(options)),
-      db_(ProfileDb::open(options_.db_path, device_.name)),
+      db_(ProfileDb::open(options_.db_path, device_.name, options_.max_stored_spread)),
       fallback_device_(device_) {
   if (device_.kind != "cpu" && !options_.device_timer) {
     fail(
@@ -59,23 +59,42 @@ double MeasuredCostModel::fallback_us(const KernelView& kernel) const {
 
 bool MeasuredCostModel::measure(std::uint64_t signature, const KernelView& kernel) const {
   const auto start = Clock::now();
-  const KernelTiming t = options_.device_timer ? options_.device_timer(kernel, options_.timer)
-                                               : time_kernel(kernel, options_.timer);
-  stats_.profiling_seconds += std::chrono::duration<double>(Clock::now() - start).count();
+  // A spread too wide to reuse (another process took the core meanwhile): time it again,
+  // longer, and keep the tightest attempt; if every attempt is noisy, use it for this run
+  // only and leave the database without it.
   ProfileEntry e;
-  e.timer_version = timer_version();
-  e.kernel = kernel_summary(kernel);
-  if (t.ok) {
-    e.median_us = std::max(t.median_us, 1e-3);
-    e.p10_us = t.p10_us;
-    e.p90_us = t.p90_us;
-    e.reps = t.reps;
-  } else {
-    e.error = t.error.empty() ? "unknown error" : t.error;
+  KernelTimerOptions timer = options_.timer;
+  for (int attempt = 0; attempt <= options_.noisy_retries; ++attempt) {
+    const KernelTiming t = options_.device_timer ? options_.device_timer(kernel, timer)
+                                                 : time_kernel(kernel, timer);
+    ProfileEntry now;
+    now.timer_version = timer_version();
+    now.kernel = kernel_summary(kernel);
+    if (t.ok) {
+      now.median_us = std::max(t.median_us, 1e-3);
+      now.p10_us = t.p10_us;
+      now.p90_us = t.p90_us;
+      now.reps = t.reps;
+    } else {
+      now.error = t.error.empty() ? "unknown error" : t.error;
+    }
+    const bool better =
+        attempt == 0 || (now.ok() && (!e.ok() || now.p90_us / now.p10_us < e.p90_us / e.p10_us));
+    if (better) e = std::move(now);
+    if (!e.too_noisy(options_.max_stored_spread)) break;
+    timer.target_seconds *= 2;
   }
-  db_.put(signature, std::move(e));
-  if (t.ok) ++stats_.timed;
-  return t.ok;
+  stats_.profiling_seconds += std::chrono::duration<double>(Clock::now() - start).count();
+  const bool ok = e.ok();
+  if (e.too_noisy(options_.max_stored_spread)) {
+    ++stats_.noisy;
+    unstored_[signature] = std::move(e);
+  } else {
+    unstored_.erase(signature);
+    db_.put(signature, std::move(e));
+  }
+  if (ok) ++stats_.timed;
+  return ok;
 }
 
 const MeasuredCostModel::Known& MeasuredCostModel::remember(std::uint64_t signature,
@@ -98,7 +117,9 @@ const MeasuredCostModel::Known& MeasuredCostModel::remember(std::uint64_t signat
 
 const ProfileEntry* MeasuredCostModel::stored(std::uint64_t signature) const {
   const ProfileEntry* e = db_.find(signature);
-  return e && e->timer_version == timer_version() ? e : nullptr;
+  if (e && e->timer_version == timer_version()) return e;
+  auto noisy = unstored_.find(signature);
+  return noisy == unstored_.end() ? nullptr : &noisy->second;
 }
 
 const MeasuredCostModel::Known& MeasuredCostModel::resolve(std::uint64_t signature,
@@ -110,7 +131,7 @@ const MeasuredCostModel::Known& MeasuredCostModel::resolve(std::uint64_t signatu
     if (e->ok()) ++stats_.reused;
   } else {
     measure(signature, kernel);
-    e = db_.find(signature);
+    e = stored(signature);
   }
   return remember(signature, kernel, *e);
 }

@@ -39,6 +39,8 @@ struct MeasuredCostOptions {
   // with its own methodology version; the device then need not be a CPU.
   std::function<KernelTiming(const KernelView&, const KernelTimerOptions&)> device_timer;
   int device_timer_version = 0;
+  int noisy_retries = 2;            // times a kernel too noisy to store is timed again (longer)
+  double max_stored_spread = ProfileEntry::kMaxSpread;  // p90/p10 above it: not stored
 };
 
 struct MeasuredCostStats {
@@ -47,7 +49,8 @@ struct MeasuredCostStats {
   std::size_t reused = 0;                      // found in the database
   std::size_t fell_back = 0;                   // could not be timed (now or before): analytic cost
   std::vector<std::string> fallback_examples;  // "<kernel>: <why>", the first few
-  double profiling_seconds = 0;                // wall time spent timing kernels
+  std::size_t noisy = 0;  // timed but too noisy to store (ProfileEntry::too_noisy), kept in memory
+  double profiling_seconds = 0;  // wall time spent timing kernels
   // Over the measured kernels of the last prepare(): analytic model vs measurement.
   CalibrationResult calibration;
 };
@@ -79,7 +82,8 @@ class MeasuredCostModel final : public CostModel {
   // Caches the entry's cost (the fallback's if it failed) and counts it.
   const Known& remember(std::uint64_t signature, const KernelView& kernel,
                         const ProfileEntry& entry) const;
-  // The database entry if it was measured by this timer version.
+  // The database entry if it was measured by this timer version, else a noisy timing
+  // of this run that was not stored.
   const ProfileEntry* stored(std::uint64_t signature) const;
   // Times the kernel and stores the result; true if it could be timed.
   bool measure(std::uint64_t signature, const KernelView& kernel) const;
@@ -91,6 +95,7 @@ class MeasuredCostModel final : public CostModel {
   DeviceSpec device_;
   MeasuredCostOptions options_;
   mutable ProfileDb db_;
+  mutable std::unordered_map<std::uint64_t, ProfileEntry> unstored_;  // too noisy to store
   mutable std::unordered_map<std::uint64_t, Known> cache_;
   mutable MeasuredCostStats stats_;
   mutable DeviceSpec fallback_device_;

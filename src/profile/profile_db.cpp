@@ -29,7 +29,7 @@ double number_at(const json& entry, const std::string& path, const std::string& 
 }
 
 // Entries of the file at `path` ({} if it does not exist).
-std::map<std::uint64_t, ProfileEntry> read_entries(const std::string& path,
+std::map<std::uint64_t, ProfileEntry> read_entries(const std::string& path, double max_spread,
                                                    const std::string& device) {
   std::map<std::uint64_t, ProfileEntry> entries;
   std::error_code ec;
@@ -88,6 +88,7 @@ std::map<std::uint64_t, ProfileEntry> read_entries(const std::string& path,
         fail("{}: key '{}' needs median_us > 0 and reps >= 1", path, where);
       }
     }
+    if (e.too_noisy(max_spread)) continue;  // stored by an older orchid: measured again
     entries.emplace(std::stoull(key, nullptr, 16), std::move(e));
   }
   return entries;
@@ -95,12 +96,12 @@ std::map<std::uint64_t, ProfileEntry> read_entries(const std::string& path,
 
 }  // namespace
 
-ProfileDb::ProfileDb(std::string path, std::string device)
-    : path_(std::move(path)), device_(std::move(device)) {}
+ProfileDb::ProfileDb(std::string path, std::string device, double max_spread)
+    : path_(std::move(path)), device_(std::move(device)), max_spread_(max_spread) {}
 
-ProfileDb ProfileDb::open(const std::string& path, const std::string& device) {
-  ProfileDb db(path, device);
-  db.entries_ = read_entries(path, device);
+ProfileDb ProfileDb::open(const std::string& path, const std::string& device, double max_spread) {
+  ProfileDb db(path, device, max_spread);
+  db.entries_ = read_entries(path, max_spread, device);
   return db;
 }
 
@@ -109,9 +110,11 @@ const ProfileEntry* ProfileDb::find(std::uint64_t signature) const {
   return it == entries_.end() ? nullptr : &it->second;
 }
 
-void ProfileDb::put(std::uint64_t signature, ProfileEntry entry) {
+bool ProfileDb::put(std::uint64_t signature, ProfileEntry entry) {
+  if (entry.too_noisy(max_spread_)) return false;
   entries_[signature] = std::move(entry);
   dirty_ = true;
+  return true;
 }
 
 std::string ProfileDb::to_json() const {
@@ -145,7 +148,8 @@ void ProfileDb::save() {
            ec.message());
   }
   // Keep what other runs saved since we read the file; our entries win.
-  for (auto& [sig, e] : read_entries(path_, device_)) entries_.emplace(sig, std::move(e));
+  for (auto& [sig, e] : read_entries(path_, max_spread_, device_))
+    entries_.emplace(sig, std::move(e));
   write_file_atomically(path_, to_json());
   dirty_ = false;
 }

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -28,25 +29,37 @@ struct ProfileEntry {
   std::string kernel;     // human description (kernel_summary), informational
   std::string error;      // non-empty: the kernel could not be timed (why)
   bool ok() const { return error.empty(); }
+  // A timing whose runs spread too wide to be reused (p90/p10 above kMaxSpread): taken
+  // while something else loaded the machine. Never stored.
+  static constexpr double kMaxSpread = 2.0;
+  bool too_noisy(double max_spread = kMaxSpread) const {
+    return ok() && max_spread < std::numeric_limits<double>::infinity() &&
+           !(p90_us <= max_spread * p10_us);
+  }
 };
 
 class ProfileDb {
  public:
   static constexpr int kFormatVersion = 1;
 
-  // An empty database that will be saved to `path`.
-  ProfileDb(std::string path, std::string device);
+  // An empty database that will be saved to `path`. `max_spread`: entries noisier than
+  // this (p90/p10) are neither stored nor read.
+  ProfileDb(std::string path, std::string device, double max_spread = ProfileEntry::kMaxSpread);
   // Reads `path` if it exists (else empty). A corrupt or foreign file, another device or
   // another format version is an orchid::Error naming the file (and key).
-  static ProfileDb open(const std::string& path, const std::string& device);
+  static ProfileDb open(const std::string& path, const std::string& device,
+                        double max_spread = ProfileEntry::kMaxSpread);
 
   const ProfileEntry* find(std::uint64_t signature) const;
-  void put(std::uint64_t signature, ProfileEntry entry);
+  // Stores the entry unless it is too noisy (then false, and nothing changes). Entries of
+  // a file that are too noisy are dropped when it is read.
+  bool put(std::uint64_t signature, ProfileEntry entry);
   std::size_t size() const { return entries_.size(); }
   const std::map<std::uint64_t, ProfileEntry>& entries() const { return entries_; }
   const std::string& path() const { return path_; }
   const std::string& device() const { return device_; }
   bool dirty() const { return dirty_; }
+  double max_spread() const { return max_spread_; }
 
   // Creates the folder if needed, merges entries saved by others since open (ours win),
   // writes atomically.
@@ -60,6 +73,7 @@ class ProfileDb {
   std::string device_;
   std::map<std::uint64_t, ProfileEntry> entries_;
   bool dirty_ = false;
+  double max_spread_ = ProfileEntry::kMaxSpread;
 };
 
 // $XDG_CACHE_HOME/orchid/profile-<device>.json, else $HOME/.cache/orchid/...; an

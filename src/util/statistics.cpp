@@ -63,3 +63,18 @@ double spearman_rank_correlation(const std::vector<double>& a, const std::vector
 }
 
 }  // namespace orchid
+
+namespace orchid {
+
+double coefficient_of_variation(const std::vector<double>& values) {
+  if (values.size() < 2) return 0;
+  double mean = 0;
+  for (double v : values) mean += v;
+  mean /= static_cast<double>(values.size());
+  if (mean == 0) return 0;
+  double squares = 0;
+  for (double v : values) squares += (v - mean) * (v - mean);
+  return std::sqrt(squares / static_cast<double>(values.size() - 1)) / std::fabs(mean);
+}
+
+}  // namespace orchid

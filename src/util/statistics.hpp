@@ -9,6 +9,9 @@ namespace orchid {
 double median(std::vector<double> values);
 // Nearest-rank percentile of already sorted values, q in [0, 1]; 0 when empty.
 double percentile_of_sorted(const std::vector<double>& sorted, double q);
+// Sample standard deviation over the mean (0 for fewer than two values or a zero mean):
+// the spread of repeated timings, comparable between a 5 us kernel and a 5 s model.
+double coefficient_of_variation(const std::vector<double>& values);
 // Ranks 1..n with ties given their average rank.
 std::vector<double> average_ranks(const std::vector<double>& values);
 // Spearman's rank correlation (Pearson correlation of the average ranks) of two equally

@@ -179,6 +179,11 @@ TEST(CliHostile, NumericOptionsAreRangeChecked) {
     expect_user_error(run_cli(map + option), name, option);
   }
   expect_user_error(run_cli("run " + model("tiny_mlp") + " --repeat 0"), "--repeat", "--repeat 0");
+  for (const char* option : {"--threads 0", "--threads -3", "--threads 5000"}) {
+    expect_user_error(run_cli("run " + model("tiny_mlp") + " " + option), "--threads", option);
+  }
+  expect_user_error(run_cli("run " + model("tiny_mlp") + " --device cpu --k-best 0"), "--k-best",
+                    "--k-best 0");
   expect_user_error(run_cli("orchestrate " + model("tiny_mlp") + " --time-limit nan"),
                     "--time-limit", "orchestrate --time-limit nan");
 }
@@ -316,6 +321,40 @@ TEST(Cli, GpuBackendOptionsAreChecked) {
     EXPECT_EQ(cuda.code, 1);
     EXPECT_EQ(cuda.err.rfind("orchid: error: --device cuda: ", 0), 0u) << cuda.err;
   }
+}
+
+// The header names the threads and oneDNN's ISA; ONEDNN_MAX_CPU_ISA caps the ISA.
+TEST(CliCpu, HeaderNamesThreadsAndIsaAndHonoursMaxIsa) {
+  const Result plain = run_cli("run " + model("tiny_mlp") + " --threads 1");
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  EXPECT_NE(plain.out.find("cpu      1 threads"), std::string::npos) << plain.out;
+  EXPECT_NE(plain.out.find("oneDNN ISA "), std::string::npos) << plain.out;
+  const std::string cmd = "ONEDNN_MAX_CPU_ISA=AVX2 " + std::string(ORCHID_BINARY) + " run " +
+                          model("tiny_mlp") + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf{};
+  while (fgets(buf.data(), buf.size(), pipe)) out += buf.data();
+  ASSERT_EQ(pclose(pipe), 0) << out;
+  EXPECT_NE(out.find("oneDNN ISA avx2 (ONEDNN_MAX_CPU_ISA=AVX2)"), std::string::npos) << out;
+}
+
+// The default CPU run times the ranked plans and greedy fusion, keeps the fastest, and
+// prints orchestration time, predicted and measured time apart from the run time.
+TEST(CliCpu, DefaultRunSelectsAmongRankedPlansAndGreedy) {
+  const Result r = run_cli("run " + model("tiny_attention") +
+                           " --device cpu --repeat 3 --select-seconds 0.2 --threads 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("orchestrate "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("select   "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("candidate plans timed end to end"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("plan     predicted "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("spread   coefficient of variation"), std::string::npos) << r.out;
+  const Result fixed =
+      run_cli("run " + model("tiny_attention") + " --device cpu --plan-kind optimal --threads 1");
+  ASSERT_EQ(fixed.code, 0) << fixed.err;
+  EXPECT_EQ(fixed.out.find("select   "), std::string::npos) << fixed.out;
+  EXPECT_NE(fixed.out.find("plan     predicted "), std::string::npos) << fixed.out;
 }
 
 }  // namespace

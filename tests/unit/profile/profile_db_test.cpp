@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "profile/profile_db.hpp"
 #include "util/error.hpp"
@@ -78,6 +79,32 @@ TEST_F(ProfileDbTest, RoundTripKeepsEveryNumberExactly) {
   EXPECT_EQ(back.find(7)->error, "executor: unsupported");
   EXPECT_EQ(back.find(8), nullptr);
   EXPECT_EQ(back.to_json(), db.to_json());
+}
+
+TEST_F(ProfileDbTest, NoisyEntriesAreNeverStoredNorRead) {
+  ProfileEntry noisy = entry(10.0, 20);
+  noisy.p10_us = 5.0;
+  noisy.p90_us = 5.0 * ProfileEntry::kMaxSpread * 1.01;  // spread too wide
+  EXPECT_TRUE(noisy.too_noisy());
+  ProfileEntry failed;
+  failed.error = "cannot run";
+  EXPECT_FALSE(failed.too_noisy());  // errors have no spread
+  ProfileDb db(path(), "cpu");
+  EXPECT_FALSE(db.put(1, noisy));
+  EXPECT_EQ(db.find(1), nullptr);
+  EXPECT_FALSE(db.dirty());
+  EXPECT_TRUE(db.put(2, entry(10.0, 20)));
+  db.save();
+  // A file written by a tolerant writer (an older orchid): noisy entries are dropped
+  // when read, so they are measured again.
+  ProfileDb tolerant(path(), "cpu", std::numeric_limits<double>::infinity());
+  EXPECT_TRUE(tolerant.put(3, noisy));
+  EXPECT_TRUE(tolerant.put(2, entry(10.0, 20)));
+  tolerant.save();
+  const ProfileDb back = ProfileDb::open(path(), "cpu");
+  EXPECT_EQ(back.size(), 1u);
+  EXPECT_NE(back.find(2), nullptr);
+  EXPECT_EQ(back.find(3), nullptr);
 }
 
 TEST_F(ProfileDbTest, MissingFileIsAnEmptyDatabase) {

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""orchid's default CPU command vs its fixed plan kinds vs ONNX Runtime, interleaved.
+
+    /work/venv/bin/python bench/cpu_plans_bench.py mobilenet_v2 yolox_nano --rounds 2
+    /work/venv/bin/python bench/cpu_plans_bench.py mobilenet_v2 --busy 1   # one busy process on core 0
+
+Per model and round, each engine runs once in a fresh process, the order rotating:
+`orchid run M --device cpu --repeat N` (the default: k best plans and greedy fusion
+timed, the fastest kept), the same with --plan-kind optimal and --plan-kind greedy-fusion,
+and ONNX Runtime (bench/executor_benchmark.py's worker, ORT_ENABLE_ALL, same threads) on
+the `orchid materialize`d file. Each engine's best round (lowest median) is reported, with
+orchid's predicted time and its orchestration/selection time. --busy K starts K processes
+spinning on core 0 (taskset) for the whole measurement, the same for every engine.
+Prints a markdown table; nothing is asserted.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def orchid_run(orchid: str, model: Path, extra: list[str], repeat: int, threads: int) -> dict:
+    cmd = [orchid, "run", str(model), "--device", "cpu", "--repeat", str(repeat),
+           "--threads", str(threads)] + extra
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    if p.returncode != 0:
+        return {"error": (p.stderr or p.stdout).strip().splitlines()[-1]}
+    out = p.stdout
+    r: dict = {}
+    m = re.search(r"^time +([\d.]+) ms median", out, re.M)
+    r["median_ms"] = float(m.group(1)) if m else float("nan")
+    m = re.search(r"predicted ([\d.]+) ms, measured", out)
+    r["predicted_ms"] = float(m.group(1)) if m else float("nan")
+    m = re.search(r"^orchestrate ([\d.]+) s", out, re.M)
+    r["orchestrate_s"] = float(m.group(1)) if m else float("nan")
+    m = re.search(r"^select .* in ([\d.]+) s .*-> (\S+)$", out, re.M)
+    r["select_s"] = float(m.group(1)) if m else 0.0
+    r["chosen"] = m.group(2) if m else ""
+    m = re.search(r"^select +(.*)$", out, re.M)
+    r["select_line"] = m.group(1) if m else ""
+    m = re.search(r"oneDNN ISA (\S+)", out)
+    r["isa"] = m.group(1) if m else "?"
+    m = re.search(r"coefficient of variation ([\d.]+)%", out)
+    r["cv_pct"] = float(m.group(1)) if m else float("nan")
+    return r
+
+
+def make_inputs(model: Path, folder: Path, python: str) -> Path:
+    code = f"""
+import json, numpy as np, onnxruntime as ort
+s = ort.InferenceSession({str(model)!r}, providers=["CPUExecutionProvider"])
+rng = np.random.default_rng(0); m = {{}}
+for i in s.get_inputs():
+    shape = [d if isinstance(d, int) else 1 for d in i.shape]
+    a = rng.standard_normal(shape).astype(np.float32) if "float" in i.type else np.zeros(shape, np.int64)
+    p = {str(folder)!r} + "/" + str(len(m)) + ".npy"; np.save(p, a); m[i.name] = p
+json.dump(m, open({str(folder / 'inputs.json')!r}, "w"))
+"""
+    subprocess.run([python, "-c", code], check=True)
+    return folder / "inputs.json"
+
+
+def ort_run(python: str, model: Path, manifest: Path, threads: int, repeat: int, folder: Path) -> dict:
+    result = folder / "ort.json"
+    p = subprocess.run([python, str(ROOT / "bench/executor_benchmark.py"), "_worker", "onnxruntime",
+                        "--model", str(model), "--inputs", str(manifest), "--threads", str(threads),
+                        "--repeat", str(repeat), "--result", str(result)],
+                       capture_output=True, text=True, timeout=1800)
+    if p.returncode != 0:
+        return {"error": (p.stderr or p.stdout).strip().splitlines()[-1]}
+    return json.loads(result.read_text())
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("models", nargs="+")
+    ap.add_argument("--orchid", default=str(ROOT / "build/orchid"))
+    ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    ap.add_argument("--busy", type=int, default=0, help="processes spinning on core 0")
+    a = ap.parse_args()
+    busy = [subprocess.Popen(["taskset", "-c", "0", "sh", "-c", "while :; do :; done"])
+            for _ in range(a.busy)]
+    rows = []
+    try:
+        for name in a.models:
+            model = ROOT / "models" / f"{name}.onnx"
+            with tempfile.TemporaryDirectory() as tmp:
+                folder = Path(tmp)
+                full = folder / "full.onnx"
+                subprocess.run([a.orchid, "materialize", str(model), str(full)], check=True,
+                               capture_output=True)
+                manifest = make_inputs(full, folder, a.python)
+                engines = {
+                    "default": lambda: orchid_run(a.orchid, model, [], a.repeat, a.threads),
+                    "optimal": lambda: orchid_run(a.orchid, model, ["--plan-kind", "optimal"],
+                                                  a.repeat, a.threads),
+                    "greedy": lambda: orchid_run(a.orchid, model, ["--plan-kind", "greedy-fusion"],
+                                                 a.repeat, a.threads),
+                    "ort": lambda: ort_run(a.python, full, manifest, a.threads, a.repeat, folder),
+                }
+                best: dict = {}
+                order = list(engines)
+                for r in range(a.rounds):
+                    for e in order[r % len(order):] + order[:r % len(order)]:
+                        got = engines[e]()
+                        print(f"# {name} round {r} {e}: {got}", file=sys.stderr, flush=True)
+                        m = got.get("median_ms", float("inf"))
+                        if e not in best or m < best[e].get("median_ms", float("inf")):
+                            best[e] = got
+                rows.append((name, best))
+    finally:
+        for b in busy:
+            b.kill()
+    print(f"| model | default (ms) | chosen | orchestrate + select (s) | optimal (ms) | greedy (ms) "
+          f"| ORT (ms) | default/ORT | optimal/greedy | optimal predicted/measured (ms) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for name, b in rows:
+        d, o, g, t = (b.get(k, {}) for k in ("default", "optimal", "greedy", "ort"))
+        f = lambda x: f"{x:.2f}" if isinstance(x, float) else "err"
+        ratio = lambda x, y: f"{x / y:.2f}" if isinstance(x, float) and isinstance(y, float) and y else "–"
+        print(f"| {name} | {f(d.get('median_ms'))} | {d.get('chosen', '')} | "
+              f"{f(d.get('orchestrate_s'))} + {f(d.get('select_s'))} | {f(o.get('median_ms'))} | "
+              f"{f(g.get('median_ms'))} | {f(t.get('median_ms'))} | "
+              f"{ratio(d.get('median_ms'), t.get('median_ms'))} | "
+              f"{ratio(o.get('median_ms'), g.get('median_ms'))} | "
+              f"{f(o.get('predicted_ms'))} / {f(o.get('median_ms'))} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,106 @@
+#include "profile/plan_selection.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <set>
+
+#include "runtime/plan_executor.hpp"
+#include "util/error.hpp"
+#include "util/statistics.hpp"
+
+namespace orchid {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double run_ms(PlanExecutor& executor, const TensorMap& inputs) {
+  const auto start = Clock::now();
+  executor.execute(inputs);
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+bool more_rounds(int rounds, double spent_s, const PlanSelectionOptions& o) {
+  return rounds < std::max(1, o.min_rounds) ||
+         (rounds < std::max(o.min_rounds, o.max_rounds) && spent_s < o.budget_seconds);
+}
+
+std::set<std::vector<std::size_t>> kernel_set(const Plan& p) {
+  std::set<std::vector<std::size_t>> kernels;
+  for (const auto& k : p.kernels) kernels.insert(k.nodes);
+  return kernels;
+}
+
+}  // namespace
+
+std::vector<const Plan*> plan_candidates(const Orchestration& o) {
+  std::vector<const Plan*> out;
+  std::set<std::set<std::vector<std::size_t>>> seen;
+  auto add = [&](const Plan& p) {
+    if (seen.insert(kernel_set(p)).second) out.push_back(&p);
+  };
+  if (o.ranked.empty()) add(o.optimal);
+  for (const Plan& p : o.ranked) add(p);
+  add(o.greedy);
+  return out;
+}
+
+PlanSelection select_fastest_plan(const Graph& graph,
+                                  const std::map<std::string, std::string>& alternatives,
+                                  const std::vector<const Plan*>& plans, const TensorMap& inputs,
+                                  const PlanSelectionOptions& options) {
+  if (plans.empty()) internal_error("select_fastest_plan: no plans");
+  const auto start = Clock::now();
+  PlanSelection out;
+  std::int64_t bytes = 0;
+  for (const Plan* p : plans) {
+    out.trials.push_back({p->kind, p->total_us / 1e3, {}, 0, 0});
+    bytes += p->arena_bytes + 2 * p->weight_bytes;  // packed weights may double them
+  }
+  out.interleaved = plans.size() == 1 || bytes <= options.interleave_bytes;
+  if (out.interleaved) {
+    std::vector<std::unique_ptr<PlanExecutor>> executors;
+    for (const Plan* p : plans) {
+      executors.push_back(std::make_unique<PlanExecutor>(graph, *p, alternatives));
+      executors.back()->execute(inputs);  // warm-up: page faults, oneDNN JIT
+    }
+    double spent_s = 0;
+    while (more_rounds(out.rounds, spent_s, options)) {
+      for (std::size_t i = 0; i < plans.size(); ++i) {
+        const std::size_t k = (i + static_cast<std::size_t>(out.rounds)) % plans.size();
+        const double ms = run_ms(*executors[k], inputs);
+        out.trials[k].times_ms.push_back(ms);
+        spent_s += ms / 1e3;
+      }
+      ++out.rounds;
+    }
+  } else {
+    const PlanSelectionOptions each{options.budget_seconds / static_cast<double>(plans.size()),
+                                    options.min_rounds, options.max_rounds,
+                                    options.interleave_bytes};
+    for (std::size_t k = 0; k < plans.size(); ++k) {
+      PlanExecutor executor(graph, *plans[k], alternatives);
+      executor.execute(inputs);
+      double spent_s = 0;
+      int rounds = 0;
+      while (more_rounds(rounds, spent_s, each)) {
+        const double ms = run_ms(executor, inputs);
+        out.trials[k].times_ms.push_back(ms);
+        spent_s += ms / 1e3;
+        ++rounds;
+      }
+      out.rounds = std::max(out.rounds, rounds);
+    }
+  }
+  for (std::size_t k = 0; k < out.trials.size(); ++k) {
+    PlanTrial& t = out.trials[k];
+    t.median_ms = median(t.times_ms);
+    t.cv = coefficient_of_variation(t.times_ms);
+    if (t.median_ms < out.trials[out.fastest].median_ms) out.fastest = k;
+  }
+  out.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return out;
+}
+
+}  // namespace orchid

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -139,18 +138,9 @@ SelectionResult solve_selection_cbc(const SelectionProblem& p, double time_limit
     model.setBestSolution(x.data(), n, obj, false);
   }
   const std::string seconds = std::to_string(std::max(1.0, time_limit_s));
-  std::vector<const char*> argv = {"orchid", "-log", "0", "-slog", "0", "-sec", seconds.c_str()};
-  std::vector<std::string> extra;
-  if (const char* e = std::getenv("ORCHID_CBC_EXTRA")) {
-    std::string s = e, w;
-    for (char ch : s + " ") {
-      if (ch == ' ') { if (!w.empty()) extra.push_back(w); w.clear(); } else w += ch;
-    }
-  }
-  for (auto& w : extra) argv.push_back(w.c_str());
-  argv.push_back("-solve");
-  argv.push_back("-quit");
-  CbcMain1(static_cast<int>(argv.size()), argv.data(), model, nullptr, data);
+  const char* argv[] = {"orchid", "-log",          "0",      "-slog", "0",
+                        "-sec",   seconds.c_str(), "-solve", "-quit"};
+  CbcMain1(static_cast<int>(sizeof(argv) / sizeof(argv[0])), argv, model, nullptr, data);
 
   const double* x = model.bestSolution();
   if (!x) fail("kernel selection: CBC found no feasible plan within {} s", time_limit_s);

@@ -23,7 +23,9 @@
 #include "ir/npy.hpp"
 #include "orchestrate/orchestrator.hpp"
 #include "orchestrate/plan_import.hpp"
+#include "passes/dynamic_rest.hpp"
 #include "passes/load_model.hpp"
+#include "passes/static_part.hpp"
 #include "runtime/plan_executor.hpp"
 #include "util/atomic_file.hpp"
 #include "util/error.hpp"
@@ -123,9 +125,17 @@ void run(const RunOptions& options) {
   }
   if (options.repeat < 1) fail("--repeat must be at least 1, got {}", options.repeat);
   const LoadedModel loaded = load_model(options.model.model, options.model.import_options());
-  const Graph& g = loaded.graph;
+  const Graph& model_graph = loaded.graph;
+  // A detector on the CPU: the static part runs on the plan executor, the data-dependent
+  // rest (NMS, TopK, If/Loop) on the reference interpreter (passes/dynamic_rest.hpp).
+  std::optional<Graph> static_graph, rest_graph;
+  if (options.device == "cpu" && options.plan.empty() && model_graph.first_dynamic_node()) {
+    static_graph = static_part(model_graph);
+    rest_graph = dynamic_rest(model_graph, *static_graph);
+  }
+  const Graph& g = static_graph ? *static_graph : model_graph;
 
-  TensorMap feed = make_feed(g, options.inputs, options.seed);
+  TensorMap feed = make_feed(model_graph, options.inputs, options.seed);
 
   const bool gpu = is_gpu_device(options.device);
   if (!options.device.empty() && options.device != "cpu" && !gpu) {
@@ -199,6 +209,20 @@ void run(const RunOptions& options) {
                          [&](std::size_t k) { return executor.describe_kernel(k); }, options);
       }
     }
+    if (rest_graph) {
+      TensorMap rest_feed = feed;
+      for (const auto& [name, value] : outputs) rest_feed.insert_or_assign(name, value);
+      const auto start = std::chrono::steady_clock::now();
+      outputs = ReferenceInterpreter(*rest_graph).run(rest_feed);
+      const double rest_ms = std::chrono::duration<double, std::milli>(
+                                 std::chrono::steady_clock::now() - start).count();
+      for (double& t : times) t += rest_ms;
+      engine += fmt::format(
+          "; static part ({} of {} nodes) on it, the data-dependent rest ({} nodes, from {}) on "
+          "the reference interpreter in {:.2f} ms",
+          static_graph->nodes.size(), model_graph.nodes.size(), rest_graph->nodes.size(),
+          model_graph.first_dynamic_node()->describe(), rest_ms);
+    }
   } else {
     ReferenceInterpreter interpreter(g);
     for (int r = 0; r < options.repeat; ++r) {
@@ -210,7 +234,7 @@ void run(const RunOptions& options) {
   }
 
   fmt::print("model    {}  ({})\n", options.model.model, engine);
-  for (const auto& name : g.outputs) {
+  for (const auto& name : model_graph.outputs) {
     const Tensor& t = outputs.at(name);
     double sum = 0.0;
     double abs_sum = 0.0;
@@ -255,8 +279,8 @@ void run(const RunOptions& options) {
   if (!kernel_breakdown.empty()) fmt::print("{}", kernel_breakdown);
 
   if (!options.save_outputs.empty()) {
-    save_outputs(options.save_outputs, g.outputs, outputs);
-    fmt::print("saved    {} output(s) to {}\n", g.outputs.size(), options.save_outputs);
+    save_outputs(options.save_outputs, model_graph.outputs, outputs);
+    fmt::print("saved    {} output(s) to {}\n", model_graph.outputs.size(), options.save_outputs);
   }
 }
 

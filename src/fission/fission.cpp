@@ -31,6 +31,7 @@ const RuleTable& rule_table() {
     register_lp_norm_rules(t);
     register_pooling_rules(t);
     register_quantization_rules(t);
+    register_recurrent_rules(t);
     register_reduce_rules(t);
     register_shape_op_rules(t);
     register_softmax_rules(t);

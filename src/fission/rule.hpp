@@ -112,7 +112,8 @@ void register_instance_norm_rules(RuleTable& table);   // InstanceNormalization
 void register_layer_norm_rules(RuleTable& table);      // LayerNormalization
 void register_lp_norm_rules(RuleTable& table);         // LpNormalization
 void register_pooling_rules(RuleTable& table);         // GlobalAveragePool, GlobalMaxPool
-void register_quantization_rules(RuleTable& table);    // QuantizeLinear, DequantizeLinear
+void register_quantization_rules(RuleTable& table);    // Q/DQ, QLinear*, *Integer
+void register_recurrent_rules(RuleTable& table);       // LSTM, GRU, RNN (unrolled)
 void register_reduce_rules(RuleTable& table);          // Reduce*, TopK
 void register_shape_op_rules(RuleTable& table);  // Reshape, Flatten, Squeeze, Split, Tile, ...
 void register_softmax_rules(RuleTable& table);   // Softmax, LogSoftmax, Hardmax

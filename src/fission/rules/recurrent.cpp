@@ -168,28 +168,35 @@ void recurrent(RuleContext& ctx) {
                                             {}, sn + "_zdh")},
                      {}, sn + "_h");
       }
-      steps[static_cast<std::size_t>(t)] = ctx.reshape(h, {1, 1, B, H}, sn + "_y");
+      if (!ctx.output(0).empty()) {
+        steps[static_cast<std::size_t>(t)] = ctx.reshape(h, {1, 1, B, H}, sn + "_y");
+      }
     }
-    ys.push_back(T == 1 ? steps[0]
-                        : ctx.emit("Concat", steps, {{"axis", std::int64_t{0}}}, dn + "_Y"));
-    hs.push_back(ctx.reshape(h, {1, B, H}, dn + "_Yh"));
-    if (lstm) cs.push_back(ctx.reshape(c, {1, B, H}, dn + "_Yc"));
+    if (!ctx.output(0).empty()) {
+      ys.push_back(T == 1 ? steps[0]
+                          : ctx.emit("Concat", steps, {{"axis", std::int64_t{0}}}, dn + "_Y"));
+    }
+    if (!ctx.output(1).empty()) hs.push_back(ctx.reshape(h, {1, B, H}, dn + "_Yh"));
+    if (lstm && !ctx.output(2).empty()) cs.push_back(ctx.reshape(c, {1, B, H}, dn + "_Yc"));
   }
   auto join = [&](const std::vector<std::string>& parts, std::int64_t axis, const std::string& what) {
     return parts.size() == 1 ? parts[0]
                              : ctx.emit("Concat", parts, {{"axis", axis}}, what);
   };
-  auto finish = [&](const std::string& v, const std::vector<std::int64_t>& perm, std::size_t out) {
+  // Only the outputs the model reads are assembled (no dead primitives).
+  auto finish = [&](const std::vector<std::string>& parts, std::int64_t axis, const char* what,
+                    const std::vector<std::int64_t>& perm, std::size_t out) {
     if (ctx.output(out).empty()) return;
+    const std::string v = join(parts, axis, what);
     if (p.batch_first) {
       ctx.transpose(v, perm, "", ctx.output(out));
     } else {
       ctx.alias(ctx.output(out), v);
     }
   };
-  finish(join(ys, 1, "Y"), {2, 0, 1, 3}, 0);
-  finish(join(hs, 0, "Y_h"), {1, 0, 2}, 1);
-  if (lstm) finish(join(cs, 0, "Y_c"), {1, 0, 2}, 2);
+  finish(ys, 1, "Y", {2, 0, 1, 3}, 0);
+  finish(hs, 0, "Y_h", {1, 0, 2}, 1);
+  if (lstm) finish(cs, 0, "Y_c", {1, 0, 2}, 2);
 }
 
 }  // namespace

@@ -289,45 +289,45 @@ def main():
             if prefixes and not any(p.startswith(family) or family.startswith(p) for p in prefixes):
                 continue
             for base_name, make, example, input_names in source():
-              for variant in variants:
-                name = base_name if variant == "opset17" else f"{base_name}@{variant}"
-                if prefixes and not any(name.startswith(p) for p in prefixes):
-                    continue
-                if variant in ("fp16", "qdq") and base_name not in FP16_QDQ_MODELS:
-                    continue
-                path = os.path.join(tmp, name + ".onnx")
-                try:
-                    torch.manual_seed(0)
-                    model = make().eval()
-                    with torch.no_grad():
-                        export(model, example, path, input_names, variant)
-                except Exception as e:  # export failures are torch's, not orchid's
-                    msg = (str(e).strip().splitlines() or [type(e).__name__])[0]
-                    rows.append((name, "export failed", msg.replace("|", "/")[:160], ""))
+                for variant in variants:
+                    name = base_name if variant == "opset17" else f"{base_name}@{variant}"
+                    if prefixes and not any(name.startswith(p) for p in prefixes):
+                        continue
+                    if variant in ("fp16", "qdq") and base_name not in FP16_QDQ_MODELS:
+                        continue
+                    path = os.path.join(tmp, name + ".onnx")
+                    try:
+                        torch.manual_seed(0)
+                        model = make().eval()
+                        with torch.no_grad():
+                            export(model, example, path, input_names, variant)
+                    except Exception as e:  # export failures are torch's, not orchid's
+                        msg = (str(e).strip().splitlines() or [type(e).__name__])[0]
+                        rows.append((name, "export failed", msg.replace("|", "/")[:160], ""))
+                        print(rows[-1], flush=True)
+                        continue
+                    inspect = subprocess.run([args.orchid, "inspect", path], capture_output=True,
+                                             text=True)
+                    if inspect.returncode != 0:
+                        rows.append((name, "refused", inspect.stderr.strip().replace(path, name + ".onnx")
+                                     .replace("|", "/")[:300], ""))
+                        print(rows[-1], flush=True)
+                        continue
+                    t0 = time.monotonic()
+                    outs = os.path.join(tmp, name + ".out")
+                    cmd = [args.orchid, "run", path, "--save-outputs", outs]
+                    if args.ort:
+                        cmd += ort_inputs(path, os.path.join(tmp, name + ".in"))
+                    run = subprocess.run(cmd, capture_output=True, text=True)
+                    wall = time.monotonic() - t0
+                    if run.returncode == 0:
+                        note = compare_with_ort(path, os.path.join(tmp, name + ".in"), outs,
+                                                variant) if args.ort else ""
+                        rows.append((name, "runs", note, f"{wall:.1f} s"))
+                    else:
+                        rows.append((name, "refused", run.stderr.strip().replace(path, name + ".onnx")
+                                     .replace("|", "/")[:300], ""))
                     print(rows[-1], flush=True)
-                    continue
-                inspect = subprocess.run([args.orchid, "inspect", path], capture_output=True,
-                                         text=True)
-                if inspect.returncode != 0:
-                    rows.append((name, "refused", inspect.stderr.strip().replace(path, name + ".onnx")
-                                 .replace("|", "/")[:300], ""))
-                    print(rows[-1], flush=True)
-                    continue
-                t0 = time.monotonic()
-                outs = os.path.join(tmp, name + ".out")
-                cmd = [args.orchid, "run", path, "--save-outputs", outs]
-                if args.ort:
-                    cmd += ort_inputs(path, os.path.join(tmp, name + ".in"))
-                run = subprocess.run(cmd, capture_output=True, text=True)
-                wall = time.monotonic() - t0
-                if run.returncode == 0:
-                    note = compare_with_ort(path, os.path.join(tmp, name + ".in"), outs,
-                                            variant) if args.ort else ""
-                    rows.append((name, "runs", note, f"{wall:.1f} s"))
-                else:
-                    rows.append((name, "refused", run.stderr.strip().replace(path, name + ".onnx")
-                                 .replace("|", "/")[:300], ""))
-                print(rows[-1], flush=True)
     if args.out_append and os.path.exists(args.out):
         # Keep the table's notes and other rows; rows of the models checked here are
         # replaced (or added at the end of the table).

@@ -69,8 +69,9 @@ std::vector<std::vector<std::size_t>> split_wide_region(
     }
   }
   if (best == 0) return {};
-  return {std::vector<std::size_t>(region.begin(), region.begin() + static_cast<std::ptrdiff_t>(best)),
-          std::vector<std::size_t>(region.begin() + static_cast<std::ptrdiff_t>(best), region.end())};
+  return {
+      std::vector<std::size_t>(region.begin(), region.begin() + static_cast<std::ptrdiff_t>(best)),
+      std::vector<std::size_t>(region.begin() + static_cast<std::ptrdiff_t>(best), region.end())};
 }
 
 }  // namespace orchid

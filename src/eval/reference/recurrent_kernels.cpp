@@ -23,8 +23,7 @@ void mat_vec(const float* m, const float* v, std::int64_t rows, std::int64_t col
   }
 }
 
-void recurrent(const Node& node, std::span<const Tensor* const> inputs,
-               std::span<Tensor> outputs) {
+void recurrent(const Node& node, std::span<const Tensor* const> inputs, std::span<Tensor> outputs) {
   const Tensor& x = *inputs[0];
   const Tensor& w = *inputs[1];
   const Tensor& rw = *inputs[2];
@@ -113,11 +112,11 @@ void recurrent(const Node& node, std::span<const Tensor* const> inputs,
           } else {
             // Gate rows: input, output, forget, cell; peepholes: input, output, forget.
             for (std::int64_t j = 0; j < H; ++j) {
-              const float ig =
-                  act[0].apply(clip(xg[j] + (pd ? pd[j] * c[j] : 0.0f)));
-              const float fg = p.input_forget
-                                   ? 1.0f - ig
-                                   : act[0].apply(clip(xg[2 * H + j] + (pd ? pd[2 * H + j] * c[j] : 0.0f)));
+              const float ig = act[0].apply(clip(xg[j] + (pd ? pd[j] * c[j] : 0.0f)));
+              const float fg =
+                  p.input_forget
+                      ? 1.0f - ig
+                      : act[0].apply(clip(xg[2 * H + j] + (pd ? pd[2 * H + j] * c[j] : 0.0f)));
               const float cand = act[1].apply(clip(xg[3 * H + j]));
               c[j] = fg * c[j] + ig * cand;
               const float og = act[0].apply(clip(xg[H + j] + (pd ? pd[H + j] * c[j] : 0.0f)));

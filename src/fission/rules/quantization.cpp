@@ -98,8 +98,8 @@ void dequantize_linear(RuleContext& ctx) {
 // A scale or zero point of the integer linear ops as an f32 constant of `shape` (a
 // per-tensor value is a scalar; per-row/column/channel values are reshaped by the
 // caller's `shape`); "" when the input is absent or all zero and `skip_zero` is set.
-std::string linear_param(RuleContext& ctx, std::size_t input, const Shape& shape,
-                         const char* what, bool skip_zero) {
+std::string linear_param(RuleContext& ctx, std::size_t input, const Shape& shape, const char* what,
+                         bool skip_zero) {
   if (!ctx.node().has_input(input)) return "";
   const Tensor* value = ctx.constant_value(ctx.input(input));
   if (!value) ctx.unsupported(fmt::format("input {} ({}) is computed at run time", input, what));
@@ -112,11 +112,13 @@ std::string linear_param(RuleContext& ctx, std::size_t input, const Shape& shape
 std::string centered_float(RuleContext& ctx, std::size_t x, std::size_t zero_point,
                            std::size_t scale, const Shape& param_shape, const std::string& what) {
   std::string v = ctx.cast(ctx.input(x), DType::F32, what + "_float");
-  const std::string zp = linear_param(ctx, zero_point, param_shape, (what + "_zero_point").c_str(), true);
+  const std::string zp =
+      linear_param(ctx, zero_point, param_shape, (what + "_zero_point").c_str(), true);
   if (!zp.empty()) v = ctx.emit("Sub", {v, zp}, {}, what + "_centered");
   if (scale != static_cast<std::size_t>(-1)) {
-    v = ctx.emit("Mul", {v, linear_param(ctx, scale, param_shape, (what + "_scale").c_str(), false)},
-                 {}, what + "_dequantized");
+    v = ctx.emit("Mul",
+                 {v, linear_param(ctx, scale, param_shape, (what + "_scale").c_str(), false)}, {},
+                 what + "_dequantized");
   }
   return v;
 }
@@ -214,19 +216,19 @@ void dynamic_quantize_linear(RuleContext& ctx) {
     lo = ctx.emit("Min", {x, zero}, {}, "lo");
     hi = ctx.emit("Max", {x, zero}, {}, "hi");
   }
-  const std::string scale = ctx.emit("Div", {ctx.emit("Sub", {hi, lo}, {}, "range"),
-                                             ctx.scalar("levels", 255.0, DType::F32)},
-                                     {}, "scale", ctx.output(1));
-  const std::string safe = ctx.emit(
-      "Max", {scale, ctx.scalar("tiny", std::numeric_limits<float>::min(), DType::F32)}, {},
-      "safe_scale");
+  const std::string scale = ctx.emit(
+      "Div", {ctx.emit("Sub", {hi, lo}, {}, "range"), ctx.scalar("levels", 255.0, DType::F32)}, {},
+      "scale", ctx.output(1));
+  const std::string safe =
+      ctx.emit("Max", {scale, ctx.scalar("tiny", std::numeric_limits<float>::min(), DType::F32)},
+               {}, "safe_scale");
   const std::string l255 = ctx.scalar("max_level", 255.0, DType::F32);
   auto saturate = [&](const std::string& v, const std::string& what) {
     return ctx.emit("Clip", {v, zero, l255}, {}, what);
   };
   const std::string zp = saturate(
-      ctx.emit("Round", {ctx.emit("Div", {ctx.emit("Sub", {zero, lo}, {}, "neg_lo"), safe}, {},
-                                  "zp_div")},
+      ctx.emit("Round",
+               {ctx.emit("Div", {ctx.emit("Sub", {zero, lo}, {}, "neg_lo"), safe}, {}, "zp_div")},
                {}, "zp_round"),
       "zp");
   const std::string q = saturate(

@@ -22,12 +22,13 @@ std::string activation(RuleContext& ctx, const RecurrentActivation& a, const std
   if (a.name == "Sigmoid" || a.name == "Tanh" || a.name == "Relu") {
     return ctx.emit(a.name, {x}, {}, what);
   }
-  ctx.unsupported(fmt::format("recurrent activation {} (only Sigmoid, Tanh and Relu unroll)", a.name));
+  ctx.unsupported(
+      fmt::format("recurrent activation {} (only Sigmoid, Tanh and Relu unroll)", a.name));
 }
 
 // Rows [begin, end) of direction d of a [D, rows, cols] (or [D, rows]) constant.
-std::string direction_rows(RuleContext& ctx, std::size_t input, std::int64_t d,
-                           std::int64_t begin, std::int64_t end, const std::string& what) {
+std::string direction_rows(RuleContext& ctx, std::size_t input, std::int64_t d, std::int64_t begin,
+                           std::int64_t end, const std::string& what) {
   const std::string x = ctx.input(input);
   std::string v = ctx.slice(x, {d, begin}, {d + 1, end}, {0, 1}, what + "_slice");
   Shape s = ctx.shape(v);
@@ -58,8 +59,9 @@ void recurrent(RuleContext& ctx) {
   const std::string one = ctx.scalar("one", 1.0, DType::F32);
   auto clip = [&](const std::string& v, const std::string& what) {
     if (p.clip <= 0.0f) return v;
-    return ctx.emit("Clip", {v, ctx.scalar(what + "_lo", -p.clip, DType::F32),
-                             ctx.scalar(what + "_hi", p.clip, DType::F32)},
+    return ctx.emit("Clip",
+                    {v, ctx.scalar(what + "_lo", -p.clip, DType::F32),
+                     ctx.scalar(what + "_hi", p.clip, DType::F32)},
                     {}, what);
   };
   auto cols = [&](const std::string& v, std::int64_t gate, const std::string& what) {
@@ -81,9 +83,10 @@ void recurrent(RuleContext& ctx) {
         rbh = ctx.slice(rb, {2 * H}, {3 * H}, {0}, dn + "_Rbh");
         const std::string rbzr = ctx.slice(rb, {0}, {2 * H}, {0}, dn + "_Rbzr");
         const std::string zeros = ctx.constant(dn + "_zeros", Tensor(DType::F32, {H}));
-        bias = ctx.emit("Add", {bias, ctx.emit("Concat", {rbzr, zeros}, {{"axis", std::int64_t{0}}},
-                                                dn + "_Rb_zr0")},
-                        {}, dn + "_bias");
+        bias = ctx.emit(
+            "Add",
+            {bias, ctx.emit("Concat", {rbzr, zeros}, {{"axis", std::int64_t{0}}}, dn + "_Rb_zr0")},
+            {}, dn + "_bias");
       } else {
         bias = ctx.emit("Add", {bias, rb}, {}, dn + "_bias");
       }
@@ -117,12 +120,12 @@ void recurrent(RuleContext& ctx) {
       const std::string xt =
           ctx.reshape(ctx.slice(xw, {t}, {t + 1}, {0}, sn + "_x"), {B, G * H}, sn + "_xt");
       if (p.cell == Cell::RNN) {
-        const std::string z = ctx.emit("Add", {xt, ctx.emit("MatMul", {h, rt}, {}, sn + "_hr")}, {},
-                                       sn + "_z");
+        const std::string z =
+            ctx.emit("Add", {xt, ctx.emit("MatMul", {h, rt}, {}, sn + "_hr")}, {}, sn + "_z");
         h = activation(ctx, act[0], clip(z, sn + "_clip"), sn + "_h");
       } else if (lstm) {
-        const std::string z = ctx.emit("Add", {xt, ctx.emit("MatMul", {h, rt}, {}, sn + "_hr")}, {},
-                                       sn + "_z");
+        const std::string z =
+            ctx.emit("Add", {xt, ctx.emit("MatMul", {h, rt}, {}, sn + "_hr")}, {}, sn + "_z");
         auto gate = [&](std::int64_t k, const std::string& pk, const std::string& state,
                         const std::string& what) {
           std::string v = cols(z, k, sn + "_" + what + "_pre");
@@ -133,23 +136,24 @@ void recurrent(RuleContext& ctx) {
           return activation(ctx, act[0], clip(v, sn + "_" + what + "_clip"), sn + "_" + what);
         };
         const std::string ig = gate(0, peep[0], c, "i");
-        const std::string fg = p.input_forget ? ctx.emit("Sub", {one, ig}, {}, sn + "_f")
-                                              : gate(2, peep[2], c, "f");
+        const std::string fg =
+            p.input_forget ? ctx.emit("Sub", {one, ig}, {}, sn + "_f") : gate(2, peep[2], c, "f");
         const std::string cand =
             activation(ctx, act[1], clip(cols(z, 3, sn + "_c_pre"), sn + "_c_clip"), sn + "_cand");
-        c = ctx.emit("Add", {ctx.emit("Mul", {fg, c}, {}, sn + "_fc"),
-                             ctx.emit("Mul", {ig, cand}, {}, sn + "_ic")},
-                     {}, sn + "_c");
+        c = ctx.emit(
+            "Add",
+            {ctx.emit("Mul", {fg, c}, {}, sn + "_fc"), ctx.emit("Mul", {ig, cand}, {}, sn + "_ic")},
+            {}, sn + "_c");
         const std::string og = gate(1, peep[1], c, "o");
         h = ctx.emit("Mul", {og, activation(ctx, act[2], c, sn + "_hc")}, {}, sn + "_h");
       } else {
         const std::string zr_x = ctx.slice(xt, {0}, {2 * H}, {1}, sn + "_xzr");
         const std::string zr = ctx.emit(
             "Add", {zr_x, ctx.emit("MatMul", {h, rt_zr}, {}, sn + "_hzr")}, {}, sn + "_zr_pre");
-        const std::string z = activation(ctx, act[0], clip(cols(zr, 0, sn + "_z_pre"), sn + "_zc"),
-                                         sn + "_z");
-        const std::string r = activation(ctx, act[0], clip(cols(zr, 1, sn + "_r_pre"), sn + "_rc"),
-                                         sn + "_r");
+        const std::string z =
+            activation(ctx, act[0], clip(cols(zr, 0, sn + "_z_pre"), sn + "_zc"), sn + "_z");
+        const std::string r =
+            activation(ctx, act[0], clip(cols(zr, 1, sn + "_r_pre"), sn + "_rc"), sn + "_r");
         std::string hh;
         if (p.linear_before_reset) {
           hh = ctx.emit("MatMul", {h, rt_h}, {}, sn + "_hh");
@@ -164,8 +168,9 @@ void recurrent(RuleContext& ctx) {
             clip(ctx.emit("Add", {cols(xt, 2, sn + "_xh"), hh}, {}, sn + "_cand_pre"), sn + "_cc"),
             sn + "_cand");
         // h' = cand + z * (h - cand) = (1 - z) * cand + z * h
-        h = ctx.emit("Add", {cand, ctx.emit("Mul", {z, ctx.emit("Sub", {h, cand}, {}, sn + "_dh")},
-                                            {}, sn + "_zdh")},
+        h = ctx.emit("Add",
+                     {cand, ctx.emit("Mul", {z, ctx.emit("Sub", {h, cand}, {}, sn + "_dh")}, {},
+                                     sn + "_zdh")},
                      {}, sn + "_h");
       }
       if (!ctx.output(0).empty()) {
@@ -179,9 +184,9 @@ void recurrent(RuleContext& ctx) {
     if (!ctx.output(1).empty()) hs.push_back(ctx.reshape(h, {1, B, H}, dn + "_Yh"));
     if (lstm && !ctx.output(2).empty()) cs.push_back(ctx.reshape(c, {1, B, H}, dn + "_Yc"));
   }
-  auto join = [&](const std::vector<std::string>& parts, std::int64_t axis, const std::string& what) {
-    return parts.size() == 1 ? parts[0]
-                             : ctx.emit("Concat", parts, {{"axis", axis}}, what);
+  auto join = [&](const std::vector<std::string>& parts, std::int64_t axis,
+                  const std::string& what) {
+    return parts.size() == 1 ? parts[0] : ctx.emit("Concat", parts, {{"axis", axis}}, what);
   };
   // Only the outputs the model reads are assembled (no dead primitives).
   auto finish = [&](const std::vector<std::string>& parts, std::int64_t axis, const char* what,

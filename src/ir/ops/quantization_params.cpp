@@ -21,9 +21,10 @@ QuantLayout quant_layout(const Node& node, const Shape& data, const Shape& scale
   }
   if (block == 0) {
     if (scale.size() != 1 || scale[0] != q.axis_size) {
-      fail("{}: scale of shape {} is neither a scalar nor one value per index of axis {} "
-           "(size {})",
-           node.describe(), shape_to_string(scale), q.axis, q.axis_size);
+      fail(
+          "{}: scale of shape {} is neither a scalar nor one value per index of axis {} "
+          "(size {})",
+          node.describe(), shape_to_string(scale), q.axis, q.axis_size);
     }
     q.kind = QuantLayout::Kind::PerAxis;
     return q;

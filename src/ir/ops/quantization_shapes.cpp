@@ -32,8 +32,7 @@ void check_zero_point(const ShapeContext& ctx, std::size_t scale, std::size_t ze
       !(shape_numel(ctx.input_shape(zero_point)) == 1 &&
         shape_numel(ctx.input_shape(scale)) == 1)) {
     ctx.fail("zero point of shape {} differs from its scale's shape {}",
-             shape_to_string(ctx.input_shape(zero_point)),
-             shape_to_string(ctx.input_shape(scale)));
+             shape_to_string(ctx.input_shape(zero_point)), shape_to_string(ctx.input_shape(scale)));
   }
 }
 

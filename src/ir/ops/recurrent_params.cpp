@@ -17,10 +17,17 @@ struct KnownActivation {
   float beta;
 };
 constexpr KnownActivation kKnown[] = {
-    {"Affine", 2, 1.0f, 0.0f},      {"Elu", 1, 1.0f, 0.0f},           {"HardSigmoid", 2, 0.2f, 0.5f},
-    {"LeakyRelu", 1, 0.01f, 0.0f},  {"Relu", 0, 0.0f, 0.0f},          {"ScaledTanh", 2, 1.0f, 1.0f},
-    {"Sigmoid", 0, 0.0f, 0.0f},     {"Softplus", 0, 0.0f, 0.0f},      {"Softsign", 0, 0.0f, 0.0f},
-    {"Tanh", 0, 0.0f, 0.0f},        {"ThresholdedRelu", 1, 1.0f, 0.0f},
+    {"Affine", 2, 1.0f, 0.0f},
+    {"Elu", 1, 1.0f, 0.0f},
+    {"HardSigmoid", 2, 0.2f, 0.5f},
+    {"LeakyRelu", 1, 0.01f, 0.0f},
+    {"Relu", 0, 0.0f, 0.0f},
+    {"ScaledTanh", 2, 1.0f, 1.0f},
+    {"Sigmoid", 0, 0.0f, 0.0f},
+    {"Softplus", 0, 0.0f, 0.0f},
+    {"Softsign", 0, 0.0f, 0.0f},
+    {"Tanh", 0, 0.0f, 0.0f},
+    {"ThresholdedRelu", 1, 1.0f, 0.0f},
 };
 
 std::string canonical(const std::string& name) {
@@ -62,7 +69,8 @@ float RecurrentActivation::apply(float x) const {
 }
 
 Shape RecurrentParams::y_shape() const {
-  return batch_first ? Shape{batch, seq, directions, hidden} : Shape{seq, directions, batch, hidden};
+  return batch_first ? Shape{batch, seq, directions, hidden}
+                     : Shape{seq, directions, batch, hidden};
 }
 
 Shape RecurrentParams::state_shape() const {
@@ -112,13 +120,17 @@ RecurrentParams recurrent_params(const Node& node, const Shape& x, const Shape& 
   std::vector<std::string> names;
   if (node.has_attribute("activations")) {
     const auto& attr = node.attributes.at("activations");
-    if (const auto* list = std::get_if<std::vector<std::string>>(&attr)) names = *list;
-    else if (const auto* one = std::get_if<std::string>(&attr)) names = {*one};
-    else fail("{}: attribute 'activations' must be a list of strings", node.describe());
+    if (const auto* list = std::get_if<std::vector<std::string>>(&attr))
+      names = *list;
+    else if (const auto* one = std::get_if<std::string>(&attr))
+      names = {*one};
+    else
+      fail("{}: attribute 'activations' must be a list of strings", node.describe());
   }
   if (names.empty()) {
     for (std::int64_t d = 0; d < p.directions; ++d) {
-      if (p.cell == RecurrentParams::Cell::LSTM) names.insert(names.end(), {"Sigmoid", "Tanh", "Tanh"});
+      if (p.cell == RecurrentParams::Cell::LSTM)
+        names.insert(names.end(), {"Sigmoid", "Tanh", "Tanh"});
       if (p.cell == RecurrentParams::Cell::GRU) names.insert(names.end(), {"Sigmoid", "Tanh"});
       if (p.cell == RecurrentParams::Cell::RNN) names.insert(names.end(), {"Tanh"});
     }

@@ -104,7 +104,8 @@ TEST(RecurrentOps, BatchFirstLayoutIsTheTransposedComputation) {
     auto random = [](Shape s, float seed) {
       Tensor t(DType::F32, s);
       auto v = t.values<float>();
-      for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::sin(seed + 0.7f * static_cast<float>(i));
+      for (std::size_t i = 0; i < v.size(); ++i)
+        v[i] = std::sin(seed + 0.7f * static_cast<float>(i));
       return t;
     };
     auto build = [&](bool batch_first) {
@@ -182,7 +183,8 @@ TEST(RecurrentOps, BadAttributesAreNamedErrors) {
   EXPECT_NE(testing::error_of([&] { infer_shapes(g); }).find("sideways"), std::string::npos);
   g.nodes[0].attributes["direction"] = std::string("forward");
   g.nodes[0].attributes["activations"] = std::vector<std::string>{"Sigmoid", "Gelu", "Tanh"};
-  EXPECT_NE(testing::error_of([&] { infer_shapes(g); }).find("recurrent activation 'Gelu'"), std::string::npos);
+  EXPECT_NE(testing::error_of([&] { infer_shapes(g); }).find("recurrent activation 'Gelu'"),
+            std::string::npos);
   g.nodes[0].attributes.erase("activations");
   g.nodes[0].attributes["hidden_size"] = std::int64_t{3};
   EXPECT_NE(testing::error_of([&] { infer_shapes(g); }).find("hidden_size 3"), std::string::npos);
@@ -193,7 +195,8 @@ TEST(QuantizationOps, ScaleThatFitsNoAxisIsANamedError) {
   n.attributes["axis"] = std::int64_t{1};
   Graph g = one_node(n, {{"x", {DType::F32, {2, 3}}}},
                      {{"s", Tensor::from_vector<float>({2}, {0.1f, 0.2f})}});
-  EXPECT_NE(testing::error_of([&] { infer_shapes(g); }).find("one value per index of axis 1"), std::string::npos);
+  EXPECT_NE(testing::error_of([&] { infer_shapes(g); }).find("one value per index of axis 1"),
+            std::string::npos);
   g.nodes[0].attributes["output_dtype"] = std::int64_t{22};  // int4
   g.set_constant("s", Tensor::from_vector<float>({3}, {0.1f, 0.2f, 0.3f}));
   EXPECT_NE(testing::error_of([&] { infer_shapes(g); }).find("output_dtype 22"), std::string::npos);

@@ -30,6 +30,8 @@ const RuleTable& rule_table() {
     register_layer_norm_rules(t);
     register_lp_norm_rules(t);
     register_pooling_rules(t);
+    register_quantization_rules(t);
+    register_recurrent_rules(t);
     register_reduce_rules(t);
     register_shape_op_rules(t);
     register_softmax_rules(t);
@@ -140,7 +142,7 @@ FissionResult fission(const Graph& model, const FissionOptions& options) {
     }
   }
 
-  FissionState state{model, result, {}, {}, {}};
+  FissionState state{model, result, {}, {}, {}, {}};
   // Names are the key of `origin`; unnamed model nodes get one from op type and position.
   std::vector<Node>& nodes = state.nodes;
   // Model names are reserved: each node's own name goes to its first primitive.

@@ -23,6 +23,8 @@ struct FissionState {
   std::set<std::string> node_names;  // taken, including every model node's name
   // Softmax output -> its Exp(X - max) tensor, for the softmax·V alternative.
   std::map<std::string, std::string> softmax_exp;
+  // QuantizeLinear output -> its saturated float value before the Cast (for QDQ pairs).
+  std::map<std::string, std::string> quantized_as_float;
 };
 
 class RuleContext {
@@ -110,6 +112,8 @@ void register_instance_norm_rules(RuleTable& table);   // InstanceNormalization
 void register_layer_norm_rules(RuleTable& table);      // LayerNormalization
 void register_lp_norm_rules(RuleTable& table);         // LpNormalization
 void register_pooling_rules(RuleTable& table);         // GlobalAveragePool, GlobalMaxPool
+void register_quantization_rules(RuleTable& table);    // Q/DQ, QLinear*, *Integer
+void register_recurrent_rules(RuleTable& table);       // LSTM, GRU, RNN (unrolled)
 void register_reduce_rules(RuleTable& table);          // Reduce*, TopK
 void register_shape_op_rules(RuleTable& table);  // Reshape, Flatten, Squeeze, Split, Tile, ...
 void register_softmax_rules(RuleTable& table);   // Softmax, LogSoftmax, Hardmax

@@ -64,6 +64,8 @@ const OpSchemaTable& schema_table() {
     register_layout_ops(t);
     register_constant_ops(t);
     register_selection_ops(t);
+    register_quantization_ops(t);
+    register_recurrent_ops(t);
     apply_op_traits(t);
     return t;
   }();

@@ -48,10 +48,12 @@ double fc_core_seconds(const Design& d, std::int64_t m, std::int64_t n, std::int
 }
 
 double lstm_core_seconds(const Design& d, std::int64_t hidden, std::int64_t dimen,
-                         std::int64_t iter) {
+                         std::int64_t iter, std::int64_t gates) {
   const double bw = chip_bits_per_second(d);
   const double t_in = static_cast<double>(dimen + hidden) * d.dtype_bits / bw;
-  const double t_c = (8.0 * hidden * dimen + 8.0 * hidden * hidden) / 1e9 / d.throughput_gops;
+  const double t_c = 2.0 * static_cast<double>(gates) *
+                     (static_cast<double>(hidden) * dimen + static_cast<double>(hidden) * hidden) /
+                     1e9 / d.throughput_gops;
   const double t_out = static_cast<double>(hidden) * d.dtype_bits / bw;
   return static_cast<double>(iter) * std::max({t_in, t_c, t_out});
 }
@@ -91,7 +93,7 @@ double AnalyticCostProvider::compute_seconds(const Layer& l, const Design& d) co
              epilogue;
     }
     case LayerKind::Lstm:
-      return b * lstm_core_seconds(d, l.hidden, l.dimen, l.iter) + epilogue;
+      return b * lstm_core_seconds(d, l.hidden, l.dimen, l.iter, l.gates) + epilogue;
     case LayerKind::Cheap:
       return cheap_core_seconds(d, static_cast<double>(l.elems) * b);
   }

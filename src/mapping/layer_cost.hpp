@@ -39,9 +39,9 @@ double conv_core_seconds(const Design& d, std::int64_t m, std::int64_t n, std::i
                          std::int64_t c, std::int64_t k);
 // ESE-style FC: max(t_w + t_i, 2MNK/Th, t_o) for an M x N weight and K columns.
 double fc_core_seconds(const Design& d, std::int64_t m, std::int64_t n, std::int64_t k);
-// Iter * max(t_in, (8 H D + 8 H^2)/Th, t_out) for one sequence.
+// Iter * max(t_in, 2 G (H D + H^2)/Th, t_out) for one sequence; G gate blocks (LSTM 4).
 double lstm_core_seconds(const Design& d, std::int64_t hidden, std::int64_t dimen,
-                         std::int64_t iter);
+                         std::int64_t iter, std::int64_t gates = 4);
 // Elementwise work streams elements in and out through the DRAM port.
 double cheap_core_seconds(const Design& d, double elems);
 // launch + max(ops / peak, bytes / DRAM bandwidth).

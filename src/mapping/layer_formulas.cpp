@@ -10,7 +10,7 @@ double Layer::weight_elements() const {
     case LayerKind::Fc:
       return static_cast<double>(m) * n;
     case LayerKind::Lstm:
-      return 4.0 * hidden * (hidden + dimen);
+      return static_cast<double>(gates) * hidden * (hidden + dimen);
     default:
       return 0;
   }
@@ -77,7 +77,8 @@ double Layer::ops() const {
       per = 2.0 * g * m * n * k;
       break;
     case LayerKind::Lstm:
-      per = static_cast<double>(iter) * (8.0 * hidden * dimen + 8.0 * hidden * hidden);
+      per = static_cast<double>(iter) * 2.0 * static_cast<double>(gates) *
+            (static_cast<double>(hidden) * dimen + static_cast<double>(hidden) * hidden);
       break;
     case LayerKind::Cheap:
       break;

@@ -126,22 +126,27 @@ std::string linear_op(Builder& b, const Layer& l, LayerSubgraph& out) {
       return b.node("MatMul",
                     {b.input({l.batch * l.g, l.m, l.n}), b.input({l.batch * l.g, l.n, l.k})});
     case LayerKind::Lstm: {
+      // One step: both products, bias, gate activations and the cell update (for GRU and
+      // RNN the same shape of step with 3 or 1 gate blocks).
       const std::int64_t h = l.hidden;
+      const std::int64_t n = l.gates;
       const std::string xw =
-          b.node("MatMul", {b.input({l.batch, l.dimen}), b.constant({l.dimen, 4 * h})});
-      const std::string hr = b.node("MatMul", {b.input({l.batch, h}), b.constant({h, 4 * h})});
-      const std::string z = b.node("Add", {b.node("Add", {xw, hr}), b.constant({4 * h})});
+          b.node("MatMul", {b.input({l.batch, l.dimen}), b.constant({l.dimen, n * h})});
+      const std::string hr = b.node("MatMul", {b.input({l.batch, h}), b.constant({h, n * h})});
+      const std::string z = b.node("Add", {b.node("Add", {xw, hr}), b.constant({n * h})});
       const std::string gates = b.node(
-          "Reshape", {b.node("Sigmoid", {z}), b.constant(Tensor::from_int64s({l.batch, 4, h}))});
+          "Reshape", {b.node("Sigmoid", {z}), b.constant(Tensor::from_int64s({l.batch, n, h}))});
       auto gate = [&](std::int64_t i) {
         return b.node("Slice", {gates, b.constant(Tensor::from_int64s({i})),
                                 b.constant(Tensor::from_int64s({i + 1})),
                                 b.constant(Tensor::from_int64s({1}))});
       };
       const std::string c =
-          b.node("Add", {b.node("Mul", {gate(1), b.input({l.batch, 1, h})}), gate(3)});
+          b.node("Add", {b.node("Mul", {gate(std::min<std::int64_t>(1, n - 1)),
+                                        b.input({l.batch, 1, h})}),
+                         gate(n - 1)});
       out.repeat = static_cast<double>(l.iter);
-      return b.node("Mul", {gate(2), c});
+      return b.node("Mul", {gate(std::min<std::int64_t>(2, n - 1)), c});
     }
     case LayerKind::Cheap:
       break;
@@ -222,8 +227,9 @@ LayerSubgraph layer_subgraph(const Layer& l) {
 }
 
 std::string layer_signature(const Layer& l) {
-  return fmt::format("{}|{},{},{},{},{},{},{}|{},{},{}|{},{},{},{}|{}", kind_name(l.kind), l.m, l.n,
-                     l.r, l.c, l.k, l.s, l.g, l.hidden, l.dimen, l.iter, l.elems, l.batch, l.split,
+  return fmt::format("{}|{},{},{},{},{},{},{}|{},{},{},{}|{},{},{},{}|{}", kind_name(l.kind), l.m,
+                     l.n, l.r, l.c, l.k, l.s, l.g, l.hidden, l.dimen, l.iter, l.gates, l.elems,
+                     l.batch, l.split,
                      l.bias ? 1 : 0, l.recipe ? l.recipe->key : std::string("-"));
 }
 

@@ -43,7 +43,8 @@ struct LayerRecipe {
 //  conv:   M out channels, N in channels, R x C output, K kernel, S stride, P pad
 //  fc:     M out features, N in features, K columns (tokens) per sample
 //  matmul: G independent products (heads) of (M x N) * (N x K), both operands activations
-//  lstm:   hidden, dimen (input size), iter (time steps, x2 when bidirectional)
+//  lstm:   hidden, dimen (input size), iter (time steps, x2 when bidirectional), gates
+//          (LSTM 4; GRU 3 and RNN 1 use the same engine model with fewer gate blocks)
 //  cheap:  elems output elements (pooling, elementwise, normalisation)
 struct Layer {
   std::string name;
@@ -52,6 +53,7 @@ struct Layer {
   int index = 0;
   std::int64_t m = 1, n = 1, r = 1, c = 1, k = 1, s = 1, p = 0, g = 1;
   std::int64_t hidden = 0, dimen = 0, iter = 0;
+  std::int64_t gates = 4;  // lstm kind: weight blocks per hidden unit (LSTM 4, GRU 3, RNN 1)
   std::int64_t elems = 0;                    // cheap work (for heavy layers: the fused epilogue)
   std::int64_t in_elems = 0, out_elems = 0;  // activations per sample; 0 = from the dims
   std::int64_t batch = 1;

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "ir/op_traits.hpp"
+#include "ir/ops/recurrent_params.hpp"
 #include "util/error.hpp"
 
 namespace orchid::mapping {
@@ -210,14 +211,17 @@ Workload extract_workload(const Graph& graph, std::int64_t batch, const std::str
         l.bias = op == "Gemm" && node.has_input(2);
         heavy = true;
       }
-    } else if (op == "LSTM" || op == "GRU") {
+    } else if (op == "LSTM" || op == "GRU" || op == "RNN") {
       const Shape* x = shape_or_null(graph, node.inputs[0]);
       const Shape* wt = shape_or_null(graph, node.inputs[1]);
       if (x && wt && x->size() == 3 && wt->size() == 3) {
+        // Directions run one after the other on an engine: iter = steps x directions.
+        const RecurrentParams p = recurrent_params(node, *x, *wt);
         l.kind = LayerKind::Lstm;
-        l.hidden = node.attr_int("hidden_size", (*wt)[1] / 4);
-        l.dimen = (*wt)[2];
-        l.iter = (*x)[0] * (*wt)[0];
+        l.hidden = p.hidden;
+        l.dimen = p.input_size;
+        l.gates = p.gates;
+        l.iter = p.seq * p.directions;
         l.in_elems = numel_or_zero(graph, node.inputs[0]);
         l.bias = false;
         heavy = true;

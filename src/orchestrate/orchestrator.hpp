@@ -30,6 +30,7 @@ struct OrchestrationStats {
   std::size_t alternative_primitives = 0;
   std::size_t regions = 0;
   std::size_t possible_cuts = 0;
+  std::size_t multi_tensor_cuts = 0;  // wide regions cut again where a few tensors are live
   std::size_t candidates = 0;
   std::size_t largest_region_candidates = 0;
   std::size_t cycle_cuts = 0;  // no-goods added for unschedulable selections

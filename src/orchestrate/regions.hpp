@@ -30,4 +30,16 @@ RegionSplit split_into_regions(const Graph& primitives,
                                const std::vector<std::vector<std::size_t>>& keep_together,
                                std::size_t target_size);
 
+// Splits one region in two where at most `max_live` of its tensors are live (none: the
+// parts are independent) and no
+// `keep_together` group straddles, at the position (in its middle half) with the fewest
+// live tensors, ties nearest the middle. For wide regions without a single-tensor cut
+// (parallel detection heads): each live tensor is then required of the first part, as
+// a single cut tensor is. Empty when the region has no such position or holds
+// alternative nodes.
+std::vector<std::vector<std::size_t>> split_wide_region(
+    const Graph& primitives, const std::vector<std::size_t>& region,
+    const std::set<std::size_t>& alternative_nodes,
+    const std::vector<std::vector<std::size_t>>& keep_together, int max_live);
+
 }  // namespace orchid

@@ -12,6 +12,8 @@ ReferenceKernel find_reference_kernel(const std::string& op_type) {
     register_pooling_kernels(t);
     register_layout_kernels(t);
     register_constant_kernels(t);
+    register_quantization_kernels(t);
+    register_recurrent_kernels(t);
     return t;
   }();
   auto it = table.find(op_type);

@@ -36,5 +36,7 @@ void register_linear_kernels(ReferenceKernelTable& table);
 void register_pooling_kernels(ReferenceKernelTable& table);
 void register_layout_kernels(ReferenceKernelTable& table);
 void register_constant_kernels(ReferenceKernelTable& table);
+void register_quantization_kernels(ReferenceKernelTable& table);
+void register_recurrent_kernels(ReferenceKernelTable& table);
 
 }  // namespace orchid

@@ -14,6 +14,7 @@ packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   pocl-opencl-icd opencl-c-headers clinfo
   libopenmpi-dev openmpi-bin
+  pybind11-dev python3-dev python3-venv
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -8,7 +8,8 @@ namespace orchid::mapping {
 MappingRun::MappingRun(const MappingRequest& request, const ConfigRoots& roots)
     : request_(request),
       workload_(load_workload(request.workload, request.batch, roots)),
-      system_(load_system(request.system)) {
+      system_(request.system_text.empty() ? load_system(request.system)
+                                          : parse_system(request.system_text, request.system)) {
   orchestrate_gpus_ = !system_.gpu_designs.empty() && !request.gpu_roofline;
   const LayerCostProvider& others = orchestrate_gpus_
                                         ? static_cast<const LayerCostProvider&>(orchestrated_)

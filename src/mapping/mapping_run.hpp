@@ -22,6 +22,9 @@ namespace orchid::mapping {
 struct MappingRequest {
   std::string workload;  // .onnx file, case file or benchmark case name
   std::string system;    // system TOML path
+  // When not empty, the system file's content; `system` then only names it and anchors
+  // its relative paths (design library, devices).
+  std::string system_text;
   std::int64_t batch = 1;
   SearchOptions search;       // seed, generations, population, threads, time limit
   bool gpu_roofline = false;  // price GPU layers by the roofline, not the orchestrator

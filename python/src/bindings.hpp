@@ -6,7 +6,6 @@
 #include <string>
 #include <vector>
 
-#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
 #include "eval/reference_interpreter.hpp"
@@ -23,8 +22,8 @@ ImportOptions import_options(const std::map<std::string, std::int64_t>& dims,
 ConfigRoots config_roots(const std::vector<std::string>& dirs);
 
 // numpy <-> Tensor, copying; `what` names the array in errors.
-Tensor tensor_from_array(const py::array& array, const std::string& what);
-py::array array_from_tensor(const Tensor& tensor);
+Tensor tensor_from_array(const py::handle& value, const std::string& what);
+py::object array_from_tensor(const Tensor& tensor);
 // "f32" -> "float32" (numpy's names).
 std::string numpy_dtype_name(DType dtype);
 

@@ -1,6 +1,8 @@
 // Arguments and arrays between Python and the core.
 #include <cstring>
 
+#include <pybind11/stl.h>
+
 #include "bindings.hpp"
 
 #include "util/checked_math.hpp"
@@ -50,31 +52,44 @@ std::string numpy_dtype_name(DType dtype) {
   internal_error("numpy_dtype_name: no numpy name for {}", dtype_name(dtype));
 }
 
-Tensor tensor_from_array(const py::array& array, const std::string& what) {
-  const py::dtype given = array.dtype();
+// Through numpy's Python API and the buffer protocol only (not pybind11/numpy.h, whose
+// Debian version predates numpy 2's descriptor layout), so numpy 1 and 2 both work.
+Tensor tensor_from_array(const py::handle& value, const std::string& what) {
+  const py::module_ numpy = py::module_::import("numpy");
+  const py::object array = numpy.attr("ascontiguousarray")(value);
+  const py::object dtype = array.attr("dtype");
+  const std::string name = py::str(dtype.attr("name"));
+  const std::string byteorder = py::str(dtype.attr("byteorder"));
   for (const auto& p : kDTypes) {
-    if (!given.is(py::dtype(p.numpy)) && !given.equal(py::dtype(p.numpy))) continue;
-    // C order and native byte order, copied once into the tensor.
-    const auto contiguous = py::array::ensure(array, py::array::c_style);
-    if (!contiguous) fail("{}: the array cannot be made C-contiguous", what);
-    Shape shape(contiguous.shape(), contiguous.shape() + contiguous.ndim());
+    if (name != p.numpy) continue;
+    if (byteorder == ">")
+      fail("{}: the array is big-endian {}; orchid reads native byte order", what, name);
+    const py::buffer_info buffer = py::buffer(array).request();
+    Shape shape(buffer.shape.begin(), buffer.shape.end());
     Tensor t(p.dtype, shape);
-    if (t.nbytes() != static_cast<std::size_t>(contiguous.nbytes())) {
-      internal_error("{}: {} bytes from numpy for a tensor of {} bytes", what, contiguous.nbytes(),
-                     t.nbytes());
+    if (t.nbytes() != static_cast<std::size_t>(buffer.size * buffer.itemsize)) {
+      internal_error("{}: {} bytes from numpy for a tensor of {} bytes", what,
+                     buffer.size * buffer.itemsize, t.nbytes());
     }
-    if (t.nbytes() > 0) std::memcpy(t.raw(), contiguous.data(), t.nbytes());
+    if (t.nbytes() > 0) std::memcpy(t.raw(), buffer.ptr, t.nbytes());
     return t;
   }
-  fail("{}: numpy dtype {} is not one orchid reads (float32, float16, float64, int64, int32, "
-       "int8, uint8, bool)",
-       what, py::str(given).cast<std::string>());
+  fail(
+      "{}: numpy dtype {} is not one orchid reads (float32, float16, float64, int64, int32, "
+      "int8, uint8, bool)",
+      what, name);
 }
 
-py::array array_from_tensor(const Tensor& t) {
-  py::array out(py::dtype(numpy_dtype_name(t.dtype())),
-                std::vector<py::ssize_t>(t.shape().begin(), t.shape().end()));
-  if (t.nbytes() > 0) std::memcpy(out.mutable_data(), t.raw(), t.nbytes());
+py::object array_from_tensor(const Tensor& t) {
+  const py::module_ numpy = py::module_::import("numpy");
+  const py::object out =
+      numpy.attr("empty")(py::tuple(py::cast(t.shape())), numpy_dtype_name(t.dtype()));
+  const py::buffer_info buffer = py::buffer(out).request(true);
+  if (static_cast<std::size_t>(buffer.size * buffer.itemsize) != t.nbytes()) {
+    internal_error("array_from_tensor: numpy allocated {} bytes for {} bytes",
+                   buffer.size * buffer.itemsize, t.nbytes());
+  }
+  if (t.nbytes() > 0) std::memcpy(buffer.ptr, t.raw(), t.nbytes());
   return out;
 }
 

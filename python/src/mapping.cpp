@@ -92,16 +92,16 @@ void bind_mapping(py::module_& m) {
       .def("baselines", &baselines)
       .def("placement", &placement)
       .def("to_json", &MappingRun::to_json)
-      .def("to_trace", [](const MappingRun& r) {
-        return mapping::mapping_trace(r.evaluator(), r.result().mapping, r.schedule());
-      })
+      .def("to_trace",
+           [](const MappingRun& r) {
+             return mapping::mapping_trace(r.evaluator(), r.result().mapping, r.schedule());
+           })
       .def("to_gantt_svg", [](const MappingRun& r) {
         return mapping::gantt_svg(r.evaluator(), r.result().mapping, r.schedule());
       });
   m.def("map", &map_workload, py::arg("workload"), py::arg("system"), py::arg("system_text"),
         py::arg("batch"), py::arg("seed"), py::arg("generations"), py::arg("population"),
-        py::arg("threads"), py::arg("time_limit"), py::arg("gpu_roofline"),
-        py::arg("config_dirs"));
+        py::arg("threads"), py::arg("time_limit"), py::arg("gpu_roofline"), py::arg("config_dirs"));
 }
 
 }  // namespace orchid::python

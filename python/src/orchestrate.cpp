@@ -56,7 +56,8 @@ std::unique_ptr<NativeOrchestration> orchestrate_model(
   py::gil_scoped_release release;
   const LoadedModel loaded = load_model(model, import_options(dims, shapes));
   loaded.graph.require_static_shapes(fmt::format("'{}': kernel orchestration", model));
-  const auto cost_model = make_analytic_cost_model(load_device_spec(device, config_roots(config_dirs)));
+  const auto cost_model =
+      make_analytic_cost_model(load_device_spec(device, config_roots(config_dirs)));
   OrchestrateOptions options;
   options.time_limit_s = time_limit;
   options.rules.max_nodes = max_kernel_size;
@@ -87,8 +88,7 @@ void bind_orchestrate(py::module_& m) {
       .def("to_dot", &NativeOrchestration::to_dot);
   m.def("orchestrate", &orchestrate_model, py::arg("model"), py::arg("device"),
         py::arg("time_limit"), py::arg("max_kernel_size"), py::arg("region_size"),
-        py::arg("softmax_alternative"), py::arg("dims"), py::arg("shapes"),
-        py::arg("config_dirs"));
+        py::arg("softmax_alternative"), py::arg("dims"), py::arg("shapes"), py::arg("config_dirs"));
   m.def("plan_dot", &plan_dot, py::arg("model"), py::arg("plan_json"), py::arg("dims"),
         py::arg("shapes"));
 }

@@ -80,11 +80,11 @@ class Session {
         fail("run: the model has no input named '{}' (its inputs: {})", name,
              fmt::join(g.inputs, ", "));
       }
-      Tensor t = tensor_from_array(py::array::ensure(value), fmt::format("input '{}'", name));
+      Tensor t = tensor_from_array(value, fmt::format("input '{}'", name));
       const TensorInfo& info = g.tensor(name);
       if (t.dtype() != info.dtype) {
-        fail("run: input '{}' has dtype {}, the model expects {}", name, numpy_dtype_name(t.dtype()),
-             numpy_dtype_name(info.dtype));
+        fail("run: input '{}' has dtype {}, the model expects {}", name,
+             numpy_dtype_name(t.dtype()), numpy_dtype_name(info.dtype));
       }
       if (t.shape() != info.shape) {
         fail("run: input '{}' has shape {}, the model expects {}", name, shape_to_string(t.shape()),

@@ -22,8 +22,8 @@ def test_map_equals_cli(tmp_path):
             "--json", tmp_path / "m.json")
     cli = json.loads((tmp_path / "m.json").read_text())
     mine = json.loads(m.to_json())
-    mine.pop("search_seconds", None)
-    cli.pop("search_seconds", None)
+    for doc in (mine, cli):  # wall-clock figures differ between runs
+        doc.pop("search_s", None)
     assert m.latency_ms > 0 and m.feasible
     assert mine == cli
     assert set(m.baselines) >= {"H2H"} or len(m.baselines) == 3

@@ -28,8 +28,8 @@ nlohmann::json read_json(const fs::path& path) {
 }
 
 fs::path scratch_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() /
-                       ("orchid_json_trace_" + name + "_" + std::to_string(getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("orchid_json_trace_" + name + "_" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
@@ -57,8 +57,8 @@ TEST(CliJson, InspectToStdoutIsOneDocument) {
 
 TEST(CliJson, InspectToFileKeepsTheTextReport) {
   const fs::path dir = scratch_dir("inspect");
-  const Result r = run_cli("inspect " + model_file("tiny_conv") + " --json " +
-                           (dir / "m.json").string());
+  const Result r =
+      run_cli("inspect " + model_file("tiny_conv") + " --json " + (dir / "m.json").string());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("op histogram"), std::string::npos);
   EXPECT_EQ(read_json(dir / "m.json").at("model"), model_file("tiny_conv"));

@@ -21,9 +21,9 @@ struct Result {
 inline Result run_cli(const std::string& args) {
   // One file per process and call: ctest runs the Cli tests in parallel processes.
   static int calls = 0;
-  const std::filesystem::path err_file =
-      std::filesystem::temp_directory_path() / ("orchid_cli_test_stderr_" + std::to_string(getpid()) + "_" +
-                                   std::to_string(++calls) + ".txt");
+  const std::filesystem::path err_file = std::filesystem::temp_directory_path() /
+                                         ("orchid_cli_test_stderr_" + std::to_string(getpid()) +
+                                          "_" + std::to_string(++calls) + ".txt");
   const std::string cmd = std::string(ORCHID_BINARY) + " " + args + " 2>" + err_file.string();
   Result r{0, "", ""};
   FILE* pipe = popen(cmd.c_str(), "r");

@@ -66,8 +66,6 @@ REAL_MODELS = ["candy", "segformer_b0", "yolox_nano", "resnet50", "mobilenet_v2"
 WARMUP = 1   # `orchid run` always does exactly one warm-up run before --repeat timed runs
 ENGINES = ["optimal", "operator-level", "greedy-fusion", "onnxruntime", "pytorch"]
 PLAN_KINDS = ["optimal", "operator-level", "greedy-fusion"]
-TIME_RE = re.compile(r"^time\s+([0-9.]+) ms median over (\d+) run\(s\) \(p10 ([0-9.]+) ms, "
-                     r"p90 ([0-9.]+) ms(?:, min ([0-9.]+) ms)?\)", re.M)
 TARGET_GREEDY = 1.15   # optimal at least this much faster than greedy fusion (geomean)
 TARGET_ORT = 1.0       # optimal time at most this times ONNX Runtime's (geomean)
 
@@ -270,12 +268,18 @@ def orchid_flags(orchid: str) -> tuple[bool, bool, str]:
     return prof, kind, msg.rstrip("; ")
 
 
-def parse_time(stdout: str) -> dict | None:
-    m = TIME_RE.search(stdout)
-    if not m:
+def parse_run_report(path: Path) -> dict | None:
+    """Time and memory from `orchid run --json FILE` (docs/json_output.md)."""
+    try:
+        report = json.loads(path.read_text())
+    except (OSError, ValueError):
         return None
-    return {"median_ms": float(m.group(1)), "runs": int(m.group(2)), "p10_ms": float(m.group(3)),
-            "p90_ms": float(m.group(4)), "min_ms": float(m.group(5)) if m.group(5) else None}
+    t = report["time_ms"]
+    out = {"median_ms": t["median"], "runs": t["runs"], "p10_ms": t["p10"], "p90_ms": t["p90"],
+           "min_ms": t["min"]}
+    if "memory_bytes" in report:
+        out["peak_mib"] = report["memory_bytes"]["peak"] / (1 << 20)
+    return out
 
 
 def compare_outputs(got_dir: Path, want_dir: Path, names: list[str]) -> str:
@@ -399,16 +403,18 @@ def bench_model(name: str, a, prof: bool, kind: bool, python: str, work: Path) -
             if pk in err:
                 continue
             outs = mdir / f"outputs-{pk}"
-            cmd = [a.orchid, "run", str(path), "--plan", str(plan), "--repeat", str(a.repeat)]
+            report = mdir / f"run-{pk}.json"
+            report.unlink(missing_ok=True)
+            cmd = [a.orchid, "run", str(path), "--plan", str(plan), "--repeat", str(a.repeat),
+                   "--json", str(report)]
             cmd += (["--save-outputs", str(outs)] if rnd == 0 else []) + input_args
             rc, out, e, wall = run_cmd(pin + cmd, a.timeout, env)
-            t = parse_time(out) if rc == 0 else None
+            t = parse_run_report(report) if rc == 0 else None
             if t is None:
-                err[pk] = "run: " + (first_line(e or out) if rc != 0 else "no `time` line in orchid's output")
+                err[pk] = "run: " + (first_line(e or out) if rc != 0 else "no readable --json report")
                 continue
-            m = re.search(r"^memory\s+peak ([0-9.]+) MiB", out, re.M)
-            if m:
-                row[f"{pk}_peak_mib"] = float(m.group(1))
+            if "peak_mib" in t:
+                row[f"{pk}_peak_mib"] = round(t.pop("peak_mib"), 1)
             if rnd == 0 and (ort_out / f"{sanitize(out_names[0])}.npy").exists():
                 row[f"{pk}_vs_ort"] = compare_outputs(outs, ort_out, out_names)
             if pk not in best or t["median_ms"] < best[pk]["median_ms"]:

@@ -6,6 +6,7 @@ set -euo pipefail
 # and libdnnl-dev does not pull it in; the GPU backend (src/codegen) links it too.
 # pocl-opencl-icd: an OpenCL device on the CPU, where the tests run every generated
 # GPU kernel; clinfo -l lists OpenCL devices.
+# pybind11-dev, python3-dev, python3-venv: the Python package (`pip install .`, python/).
 packages=(
   build-essential cmake ninja-build pkg-config
   libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
@@ -14,6 +15,7 @@ packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   pocl-opencl-icd opencl-c-headers clinfo
   libopenmpi-dev openmpi-bin
+  pybind11-dev python3-dev python3-venv
 )
 missing=()
 for p in "${packages[@]}"; do

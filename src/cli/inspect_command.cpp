@@ -6,8 +6,10 @@
 
 #include "cli/commands.hpp"
 #include "cli/format.hpp"
+#include "cli/report_files.hpp"
 #include "ir/graph_stats.hpp"
 #include "passes/load_model.hpp"
+#include "passes/model_summary.hpp"
 
 namespace orchid::cli {
 
@@ -16,6 +18,7 @@ namespace {
 struct InspectOptions {
   ModelOptions model;
   bool print_graph = false;
+  std::string json;  // model_summary() as JSON ("-": stdout, no text)
 };
 
 std::string type_of(const Graph& g, const std::string& name) {
@@ -27,6 +30,13 @@ std::string type_of(const Graph& g, const std::string& name) {
 void inspect(const InspectOptions& options) {
   const LoadedModel loaded = load_model(options.model.model, options.model.import_options());
   const Graph& g = loaded.graph;
+  if (!options.json.empty()) {
+    if (is_stdout(options.json) && options.print_graph) {
+      fail("--print-graph prints text; it does not combine with --json -");
+    }
+    write_report_files({{options.json, model_summary(loaded, options.model.model).dump(2) + "\n"}});
+    if (is_stdout(options.json)) return;
+  }
   const GraphStats stats = compute_graph_stats(g);
 
   fmt::print("model       {}\n", options.model.model);
@@ -67,6 +77,7 @@ void inspect(const InspectOptions& options) {
   fmt::print("op histogram\n");
   for (const auto& [op, count] : ops) fmt::print("  {:<24} {:>6}\n", op, count);
   if (options.print_graph) fmt::print("\n{}", g.to_string());
+  if (!options.json.empty()) fmt::print("wrote       {}\n", options.json);
 }
 
 }  // namespace
@@ -77,6 +88,8 @@ Action add_inspect_command(CLI::App& app) {
       "inspect", "Print a model's inputs, outputs, op histogram, parameters and FLOPs");
   add_model_options(*cmd, options->model);
   cmd->add_flag("--print-graph", options->print_graph, "Also print every node");
+  cmd->add_option("--json", options->json,
+                  "Write the same facts as JSON to FILE; '-' prints only the JSON to stdout");
   return [options] { inspect(*options); };
 }
 

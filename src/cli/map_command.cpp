@@ -13,6 +13,7 @@
 #include "mapping/orchestrated_cost.hpp"
 #include "mapping/plan_json.hpp"
 #include "mapping/report/gantt_svg.hpp"
+#include "mapping/report/mapping_trace.hpp"
 #include "mapping/system.hpp"
 #include "mapping/workload.hpp"
 #include "util/atomic_file.hpp"
@@ -28,6 +29,7 @@ struct MapOptions {
   std::uint64_t seed = 1;
   std::string json;
   std::string gantt;
+  std::string trace;
   int generations = 150;
   int population = 40;
   int threads = 0;
@@ -161,6 +163,7 @@ void map(const MapOptions& o) {
     files.emplace_back(o.json, plan_to_json(ev, r.mapping, s, baselines, lb, r.seconds));
   }
   if (!o.gantt.empty()) files.emplace_back(o.gantt, gantt_svg(ev, r.mapping, s));
+  if (!o.trace.empty()) files.emplace_back(o.trace, mapping_trace(ev, r.mapping, s));
   write_files_atomically(files);
 }
 
@@ -180,6 +183,9 @@ Action add_map_command(CLI::App& app) {
   cmd->add_option("--seed", options->seed, "random seed of the search");
   cmd->add_option("--json", options->json, "write the plan as JSON");
   cmd->add_option("--gantt", options->gantt, "write an SVG Gantt chart of the plan");
+  cmd->add_option("--trace", options->trace,
+                  "write the plan's per-device compute and transfers as a Chrome trace "
+                  "(Perfetto, chrome://tracing)");
   cmd->add_option("--generations", options->generations, "outer GA generations")
       ->check(in_range(1, 1e6));
   cmd->add_option("--population", options->population, "outer GA population")

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <map>
 #include <optional>
@@ -18,10 +19,12 @@
 #include "cli/cost_options.hpp"
 #include "cli/gpu_runner.hpp"
 #include "cli/option_checks.hpp"
+#include "cli/report_files.hpp"
 #include "cost/cost_model.hpp"
 #include "eval/random_inputs.hpp"
 #include "eval/reference_interpreter.hpp"
 #include "ir/npy.hpp"
+#include "orchestrate/executable_plan.hpp"
 #include "orchestrate/orchestrator.hpp"
 #include "orchestrate/plan_import.hpp"
 #include "passes/dynamic_rest.hpp"
@@ -29,6 +32,7 @@
 #include "passes/static_part.hpp"
 #include "profile/cpu_environment.hpp"
 #include "profile/plan_selection.hpp"
+#include "profile/chrome_trace.hpp"
 #include "runtime/plan_executor.hpp"
 #include "util/atomic_file.hpp"
 #include "util/error.hpp"
@@ -61,6 +65,8 @@ struct RunOptions {
   int k_best = 3;             // --plan-kind fastest: ranked plans timed beside greedy
   double select_seconds = 2;  // their timed runs together
   std::string linear_backend = "generated";  // with --device cuda: generated, vendor, auto
+  std::string json;                   // the report as JSON ("-": stdout, no text)
+  std::string trace;                  // one timed run's kernels as a Chrome trace
 };
 
 constexpr const char* kRunPlanKinds[] = {"fastest", "optimal", "operator-level", "per-primitive",
@@ -100,32 +106,64 @@ TensorMap make_feed(const Graph& g, const std::vector<std::string>& specs, std::
 
 namespace {
 
-// The slowest kernels: median over --repeat timed runs of each kernel, printed after
-// the whole-model timing (the per-kernel clock reads are not part of it).
-std::string time_kernels(const std::function<std::vector<double>()>& execute_timed,
+// Per-kernel times: --repeat runs of execute_timed after the whole-model timing (the
+// per-kernel clock reads are not part of it).
+struct KernelTimes {
+  std::vector<double> median_us;          // per kernel, plan order
+  std::vector<double> median_run_us;      // the run whose total is the median, for --trace
+  std::vector<std::string> names;         // "#3 Conv+Add+Relu"
+  std::vector<std::string> descriptions;  // how each kernel runs
+  double total_us() const {
+    double t = 0;
+    for (double us : median_us) t += us;
+    return t;
+  }
+};
+
+KernelTimes time_kernels(const std::function<std::vector<double>()>& execute_timed,
                          const std::function<std::string(std::size_t)>& describe_kernel,
-                         const RunOptions& options) {
+                         const Graph& primitives, const Plan& plan, int repeat) {
   std::vector<std::vector<double>> runs;
-  for (int r = 0; r < options.repeat; ++r) runs.push_back(execute_timed());
+  for (int r = 0; r < repeat; ++r) runs.push_back(execute_timed());
+  KernelTimes out;
   const std::size_t count = runs.front().size();
-  std::vector<std::pair<double, std::size_t>> median_us;
-  double total = 0;
   for (std::size_t k = 0; k < count; ++k) {
     std::vector<double> xs;
     for (const auto& run : runs) xs.push_back(run[k]);
     std::sort(xs.begin(), xs.end());
-    median_us.emplace_back(xs[xs.size() / 2], k);
-    total += xs[xs.size() / 2];
+    out.median_us.push_back(xs[xs.size() / 2]);
+    std::string ops;
+    for (std::size_t n : plan.kernels.at(k).nodes) {
+      ops += (ops.empty() ? "" : "+") + primitives.nodes.at(n).op_type;
+    }
+    out.names.push_back(fmt::format("#{} {}", k, ops));
+    out.descriptions.push_back(describe_kernel(k));
   }
-  std::sort(median_us.begin(), median_us.end(), std::greater<>());
-  std::string out = fmt::format("kernel times (median of {} run(s), sum {:.2f} ms):\n",
-                                options.repeat, total / 1e3);
-  const std::size_t shown =
-      std::min<std::size_t>(count, static_cast<std::size_t>(options.kernel_times));
-  for (std::size_t i = 0; i < shown; ++i) {
-    const auto [us, k] = median_us[i];
+  std::vector<std::pair<double, std::size_t>> totals;
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    double t = 0;
+    for (double us : runs[r]) t += us;
+    totals.emplace_back(t, r);
+  }
+  std::sort(totals.begin(), totals.end());
+  out.median_run_us = runs[totals[totals.size() / 2].second];
+  return out;
+}
+
+// The slowest `shown` kernels, as text.
+std::string slowest_kernels(const KernelTimes& times, int repeat, int shown) {
+  std::vector<std::pair<double, std::size_t>> order;
+  for (std::size_t k = 0; k < times.median_us.size(); ++k)
+    order.emplace_back(times.median_us[k], k);
+  std::sort(order.begin(), order.end(), std::greater<>());
+  const double total = times.total_us();
+  std::string out =
+      fmt::format("kernel times (median of {} run(s), sum {:.2f} ms):\n", repeat, total / 1e3);
+  const std::size_t n = std::min(order.size(), static_cast<std::size_t>(shown));
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto [us, k] = order[i];
     out += fmt::format("  #{:<4} {:9.3f} ms {:5.1f}%  {}\n", k, us / 1e3,
-                       total > 0 ? 100 * us / total : 0.0, describe_kernel(k));
+                       total > 0 ? 100 * us / total : 0.0, times.descriptions[k]);
   }
   return out;
 }
@@ -161,8 +199,31 @@ std::string describe_selection(const PlanSelection& s) {
   return out + fmt::format(" -> {}\n", s.trials[s.fastest].kind);
 }
 
+nlohmann::json stats_json(const PlanExecutorStats& s) {
+  return {{"kernels",
+           {{"kernels", s.kernels},
+            {"onednn_primitives", s.dnnl_primitives},
+            {"epilogue_primitives", s.epilogue_primitives},
+            {"fused_loops", s.fused_loops},
+            {"fused_loop_primitives", s.fused_loop_primitives},
+            {"reference_primitives", s.reference_primitives},
+            {"blocked_convolutions", s.blocked_convolutions},
+            {"nhwc_handoffs", s.nhwc_handoffs}}},
+          {"memory_bytes",
+           {{"peak", s.peak_bytes()},
+            {"arena", s.arena_bytes},
+            {"scratch", s.scratch_bytes},
+            {"loop_buffers", s.loop_scratch_bytes},
+            {"weights", s.weight_bytes},
+            {"packed_weights", s.packed_weight_bytes},
+            {"blocked_layouts", s.layout_bytes}}}};
+}
+
 void run(const RunOptions& options) {
   if (!options.distributed.mapping.empty()) {
+    if (!options.json.empty() || !options.trace.empty()) {
+      fail("--json and --trace describe a single-process run; with --mapping use --timeline");
+    }
     run_mapping_plan(options.model, options.inputs, options.seed, options.save_outputs,
                      options.distributed);
     return;
@@ -202,29 +263,36 @@ void run(const RunOptions& options) {
   if (options.device.empty() && (options.cost.profile || !options.cost.profile_db.empty())) {
     fail("--profile and --profile-db go with --device cpu (orchestrate with measured costs)");
   }
+  const bool with_plan = !options.device.empty() || !options.plan.empty();
+  if (!with_plan && !options.trace.empty()) {
+    fail("--trace records the plan's kernels; it goes with --device or --plan");
+  }
+  if (is_stdout(options.json) && is_stdout(options.trace)) {
+    fail("only one of --json and --trace can be '-' (standard output)");
+  }
+  const bool time_each_kernel = options.kernel_times > 0 || !options.trace.empty();
   std::vector<double> times;
   TensorMap outputs;
   std::string engine = "reference interpreter";
+  nlohmann::json report;
+  report["model"] = options.model.model;
   std::optional<PlanExecutorStats> stats;
-  std::string kernel_breakdown;
+  std::optional<KernelTimes> kernel_times;
   std::string orchestration_report;
   std::optional<double> predicted_ms;
-  if (!options.device.empty() || !options.plan.empty()) {
+  if (with_plan) {
     try {
       g.require_static_shapes(fmt::format("'{}': the plan executor", options.model.model));
     } catch (const UnsupportedError& e) {
       throw UnsupportedError(fmt::format("{} (orchid run without --device/--plan)", e.what()));
     }
     refuse_half_floats(g, options.model.model);
-    FissionResult fission_result;
-    Plan plan;
+    ExecutablePlan executable;
     if (!options.plan.empty()) {
-      FissionOptions fo;
-      fission_result = fission(g, fo);
-      plan = plan_from_json(read_regular_file(options.plan, kMaxPlanBytes, "--plan file"),
-                            fission_result.graph, fission_result.alternatives,
-                            fmt::format("--plan '{}'", options.plan));
-      engine = fmt::format("plan executor, {} plan from {}", plan.kind, options.plan);
+      executable = import_plan(g, read_regular_file(options.plan, kMaxPlanBytes, "--plan file"),
+                               fmt::format("--plan '{}'", options.plan));
+      engine = fmt::format("plan executor, {} plan from {}", executable.plan.kind, options.plan);
+      report["plan"] = {{"file", options.plan}, {"kind", executable.plan.kind}};
     } else {
       const std::string spec =
           gpu ? gpu_device_model(options.device, options.device_model) : std::string("cpu");
@@ -242,38 +310,59 @@ void run(const RunOptions& options) {
           select ? fmt::format(", {} ranked plans in {:.2f} s", o.ranked.size(),
                                o.stats.k_best_seconds)
                  : "");
+      report["orchestrate_seconds"] = o.stats.total_seconds;
+      const Plan* chosen =
+          &plan_of_kind(o, options.plan_kind == "fastest" ? "optimal" : options.plan_kind);
       if (select) {
         PlanSelectionOptions so;
         so.budget_seconds = options.select_seconds;
-        const PlanSelection chosen = select_fastest_plan(o.fission.graph, o.fission.alternatives,
-                                                         plan_candidates(o), feed, so);
-        orchestration_report += describe_selection(chosen);
-        for (const Plan* p : plan_candidates(o)) {
-          if (p->kind == chosen.trials[chosen.fastest].kind) plan = *p;
+        const std::vector<const Plan*> candidates = plan_candidates(o);
+        const PlanSelection selection =
+            select_fastest_plan(o.fission.graph, o.fission.alternatives, candidates, feed, so);
+        orchestration_report += describe_selection(selection);
+        nlohmann::json trials = nlohmann::json::array();
+        for (const PlanTrial& t : selection.trials) {
+          trials.push_back({{"kind", t.kind},
+                            {"median_ms", t.median_ms},
+                            {"predicted_ms", t.predicted_ms},
+                            {"cv", t.cv}});
         }
-      } else {
-        plan = plan_of_kind(o, options.plan_kind == "fastest" ? "optimal" : options.plan_kind);
+        report["selection"] = {{"seconds", selection.seconds},
+                               {"rounds", selection.rounds},
+                               {"candidates", trials},
+                               {"chosen", selection.trials[selection.fastest].kind}};
+        for (const Plan* p : candidates) {
+          if (p->kind == selection.trials[selection.fastest].kind) chosen = p;
+        }
       }
+      executable = take_plan(std::move(o), *chosen);
+      const Plan& plan = executable.plan;
       predicted_ms = plan.total_us / 1e3;
-      fission_result = std::move(o.fission);
       engine = fmt::format("plan executor, {} plan for {} ({} kernels, {} {:.2f} ms)", plan.kind,
                            spec, plan.kernels.size(),
                            options.cost.profile ? "measured" : "predicted", plan.total_us / 1e3);
+      report["plan"] = {{"kind", plan.kind},
+                        {"device_model", spec},
+                        {options.cost.profile ? "measured_us" : "predicted_us", plan.total_us}};
     }
+    const Plan& plan = executable.plan;
+    const Graph& primitives = executable.fission.graph;
+    report["plan"]["kernels"] = plan.kernels.size();
+    report["device"] = gpu ? options.device : std::string("cpu");
     if (gpu) {
-      GpuPlanRunner runner(options.device, fission_result.graph, plan, fission_result.alternatives,
+      GpuPlanRunner runner(options.device, primitives, plan, executable.fission.alternatives,
                            options.linear_backend);
       runner.execute(feed);  // warm-up
       for (int r = 0; r < options.repeat; ++r) times.push_back(runner.timed_run(feed));
       outputs = runner.outputs();
       engine += "; " + runner.summary();
-      if (options.kernel_times > 0) {
-        kernel_breakdown =
-            time_kernels([&] { return runner.execute_timed(feed); },
-                         [&](std::size_t k) { return runner.describe_kernel(k); }, options);
+      if (time_each_kernel) {
+        kernel_times = time_kernels([&] { return runner.execute_timed(feed); },
+                                    [&](std::size_t k) { return runner.describe_kernel(k); },
+                                    primitives, plan, options.repeat);
       }
     } else {
-      PlanExecutor executor(fission_result.graph, plan, fission_result.alternatives);
+      PlanExecutor executor(primitives, plan, executable.fission.alternatives);
       executor.execute(feed);  // warm-up
       for (int r = 0; r < options.repeat; ++r) {
         const auto start = std::chrono::steady_clock::now();
@@ -283,10 +372,10 @@ void run(const RunOptions& options) {
       }
       outputs = executor.outputs();
       stats = executor.stats();
-      if (options.kernel_times > 0) {
-        kernel_breakdown =
-            time_kernels([&] { return executor.execute_timed(feed); },
-                         [&](std::size_t k) { return executor.describe_kernel(k); }, options);
+      if (time_each_kernel) {
+        kernel_times = time_kernels([&] { return executor.execute_timed(feed); },
+                                    [&](std::size_t k) { return executor.describe_kernel(k); },
+                                    primitives, plan, options.repeat);
       }
     }
     if (rest_graph) {
@@ -311,15 +400,22 @@ void run(const RunOptions& options) {
       const auto stop = std::chrono::steady_clock::now();
       times.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
     }
+    report["device"] = "reference";
   }
+  report["engine"] = engine;
 
-  fmt::print("model    {}  ({})\n", options.model.model, engine);
-  fmt::print("cpu      {} threads ({} cores in this process's affinity mask), oneDNN ISA {}{}\n",
-             cpu_threads(), available_cores(), effective_cpu_isa(),
-             std::getenv("ONEDNN_MAX_CPU_ISA")
-                 ? fmt::format(" (ONEDNN_MAX_CPU_ISA={})", std::getenv("ONEDNN_MAX_CPU_ISA"))
-                 : "");
-  fmt::print("{}", orchestration_report);
+  std::string text = fmt::format("model    {}  ({})\n", options.model.model, engine);
+  text += fmt::format(
+      "cpu      {} threads ({} cores in this process's affinity mask), oneDNN ISA {}{}\n",
+      cpu_threads(), available_cores(), effective_cpu_isa(),
+      std::getenv("ONEDNN_MAX_CPU_ISA")
+          ? fmt::format(" (ONEDNN_MAX_CPU_ISA={})", std::getenv("ONEDNN_MAX_CPU_ISA"))
+          : "");
+  report["cpu"] = {{"threads", cpu_threads()},
+                   {"cores", available_cores()},
+                   {"onednn_isa", effective_cpu_isa()}};
+  text += orchestration_report;
+  report["outputs"] = nlohmann::json::array();
   for (const auto& name : model_graph.outputs) {
     const Tensor& t = outputs.at(name);
     double sum = 0.0;
@@ -329,41 +425,53 @@ void run(const RunOptions& options) {
       sum += v;
       abs_sum += std::fabs(v);
     }
-    fmt::print("output   {}  {} {}  sum {:.6g}  mean|x| {:.6g}\n", name, dtype_name(t.dtype()),
-               shape_to_string(t.shape()), sum,
-               t.numel() ? abs_sum / static_cast<double>(t.numel()) : 0.0);
+    const double mean_abs = t.numel() ? abs_sum / static_cast<double>(t.numel()) : 0.0;
+    text += fmt::format("output   {}  {} {}  sum {:.6g}  mean|x| {:.6g}\n", name,
+                        dtype_name(t.dtype()), shape_to_string(t.shape()), sum, mean_abs);
+    report["outputs"].push_back({{"name", name},
+                                 {"dtype", dtype_name(t.dtype())},
+                                 {"shape", t.shape()},
+                                 {"sum", sum},
+                                 {"mean_abs", mean_abs}});
   }
   std::vector<double> sorted = times;
   std::sort(sorted.begin(), sorted.end());
   auto pct = [&](double q) {
     return sorted[static_cast<std::size_t>(q * static_cast<double>(sorted.size() - 1) + 0.5)];
   };
-  fmt::print(
+  text += fmt::format(
       "time     {:.2f} ms median over {} run(s) (p10 {:.2f} ms, p90 {:.2f} ms, min {:.2f} ms)\n",
       sorted[sorted.size() / 2], sorted.size(), pct(0.1), pct(0.9), sorted.front());
+  report["time_ms"] = {{"runs", times.size()},  {"median", sorted[sorted.size() / 2]},
+                       {"p10", pct(0.1)},       {"p90", pct(0.9)},
+                       {"min", sorted.front()}, {"each", times}};
   const double cv = coefficient_of_variation(times);
   if (times.size() > 1) {
-    fmt::print("spread   coefficient of variation {:.1f}%{}\n", 100 * cv,
-               cv > kNoisyTimingCv ? fmt::format(" (warning: above {:.0f}%: the machine is busy "
-                                                 "or the runs too short; compare with care)",
-                                                 100 * kNoisyTimingCv)
-                                   : "");
+    text += fmt::format("spread   coefficient of variation {:.1f}%{}\n", 100 * cv,
+                        cv > kNoisyTimingCv
+                            ? fmt::format(" (warning: above {:.0f}%: the machine is busy or the "
+                                          "runs too short; compare with care)",
+                                          100 * kNoisyTimingCv)
+                            : "");
+    report["time_ms"]["cv"] = cv;
   }
   if (predicted_ms) {
     const double measured = sorted[sorted.size() / 2];
-    fmt::print("plan     predicted {:.2f} ms, measured {:.2f} ms (measured/predicted {:.2f})\n",
-               *predicted_ms, measured, *predicted_ms > 0 ? measured / *predicted_ms : 0.0);
+    text += fmt::format(
+        "plan     predicted {:.2f} ms, measured {:.2f} ms (measured/predicted {:.2f})\n",
+        *predicted_ms, measured, *predicted_ms > 0 ? measured / *predicted_ms : 0.0);
+    report["plan"]["predicted_ms"] = *predicted_ms;
   }
   if (stats) {
     const double mib = 1024.0 * 1024.0;
-    fmt::print(
+    text += fmt::format(
         "kernels  {}: {} oneDNN primitives (+{} epilogue primitives as post-ops), {} fused "
         "loops over {} primitives, {} primitives on reference kernels; {} convolutions in "
         "oneDNN's preferred layout ({} fed NHWC without a reorder)\n",
         stats->kernels, stats->dnnl_primitives, stats->epilogue_primitives, stats->fused_loops,
         stats->fused_loop_primitives, stats->reference_primitives, stats->blocked_convolutions,
         stats->nhwc_handoffs);
-    fmt::print(
+    text += fmt::format(
         "memory   peak {:.1f} MiB = arena {:.1f} + scratch {:.1f} + loop buffers {:.1f} + weights "
         "{:.1f} + packed weights {:.1f} + blocked layouts {:.1f} MiB\n",
         static_cast<double>(stats->peak_bytes()) / mib,
@@ -373,13 +481,47 @@ void run(const RunOptions& options) {
         static_cast<double>(stats->weight_bytes) / mib,
         static_cast<double>(stats->packed_weight_bytes) / mib,
         static_cast<double>(stats->layout_bytes) / mib);
+    report.update(stats_json(*stats));
   }
-
-  if (!kernel_breakdown.empty()) fmt::print("{}", kernel_breakdown);
+  std::string trace;
+  if (kernel_times) {
+    if (options.kernel_times > 0) {
+      text += slowest_kernels(*kernel_times, options.repeat, options.kernel_times);
+    }
+    nlohmann::json per_kernel = nlohmann::json::array();
+    for (std::size_t k = 0; k < kernel_times->median_us.size(); ++k) {
+      per_kernel.push_back({{"kernel", k},
+                            {"name", kernel_times->names[k]},
+                            {"median_us", kernel_times->median_us[k]},
+                            {"runs_as", kernel_times->descriptions[k]}});
+    }
+    report["kernel_times"] = {{"runs", options.repeat},
+                              {"sum_median_us", kernel_times->total_us()},
+                              {"kernels", per_kernel}};
+    if (!options.trace.empty()) {
+      trace = kernel_timeline_trace(
+          kernel_times->median_run_us, kernel_times->names, kernel_times->descriptions,
+          {{"model", options.model.model},
+           {"engine", engine},
+           {"run",
+            fmt::format("the median of {} timed run(s), kernels back to back", options.repeat)},
+           {"time_unit", "us"}});
+    }
+  }
 
   if (!options.save_outputs.empty()) {
     save_outputs(options.save_outputs, model_graph.outputs, outputs);
-    fmt::print("saved    {} output(s) to {}\n", model_graph.outputs.size(), options.save_outputs);
+    text += fmt::format("saved    {} output(s) to {}\n", model_graph.outputs.size(), options.save_outputs);
+    report["saved_outputs"] = options.save_outputs;
+  }
+  if (!is_stdout(options.json) && !is_stdout(options.trace)) fmt::print("{}", text);
+  write_report_files(
+      {{options.json, options.json.empty() ? "" : report.dump(2) + "\n"}, {options.trace, trace}});
+  for (const std::string& file : {options.json, options.trace}) {
+    if (!file.empty() && !is_stdout(file) && !is_stdout(options.json) &&
+        !is_stdout(options.trace)) {
+      fmt::print("wrote    {}\n", file);
+    }
   }
 }
 
@@ -435,6 +577,12 @@ Action add_run_command(CLI::App& app) {
                   "cuBLASLt/cuDNN calls where one computes the stage (vendor), or the faster "
                   "of the two per stage, timed on the GPU (auto)")
       ->check(CLI::IsMember({"generated", "vendor", "auto"}));
+  cmd->add_option("--json", options->json,
+                  "Write the report (outputs, times, kernels, memory, per-kernel times) as JSON "
+                  "to FILE; '-' prints only the JSON to stdout");
+  cmd->add_option("--trace", options->trace,
+                  "With --device or --plan: write one timed run's kernels as a Chrome trace "
+                  "(Perfetto, chrome://tracing) to FILE");
   add_cost_options(*cmd, options->cost, false);
   add_distributed_run_options(*cmd, options->distributed);
   return [options, threads] {

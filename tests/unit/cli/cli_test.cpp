@@ -14,40 +14,12 @@
 
 #include "ir/npy.hpp"
 #include "onnx/proto_io.hpp"
+#include "run_cli.hpp"
 
 namespace fs = std::filesystem;
 
 namespace orchid {
 namespace {
-
-struct Result {
-  int code;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
-
-Result run_cli(const std::string& args) {
-  // One file per process and call: ctest runs the Cli tests in parallel processes.
-  static int calls = 0;
-  const fs::path err_file =
-      fs::temp_directory_path() / ("orchid_cli_test_stderr_" + std::to_string(getpid()) + "_" +
-                                   std::to_string(++calls) + ".txt");
-  const std::string cmd = std::string(ORCHID_BINARY) + " " + args + " 2>" + err_file.string();
-  Result r{0, "", ""};
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf{};
-  while (fgets(buf.data(), buf.size(), pipe)) r.out += buf.data();
-  const int status = pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  FILE* f = fopen(err_file.c_str(), "r");
-  if (f) {
-    while (fgets(buf.data(), buf.size(), f)) r.err += buf.data();
-    fclose(f);
-  }
-  std::error_code ec;
-  fs::remove(err_file, ec);
-  return r;
-}
 
 std::string model(const std::string& name) {
   return std::string(ORCHID_MODELS_DIR) + "/" + name + ".onnx";

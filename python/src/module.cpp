@@ -1,0 +1,10 @@
+#include "bindings.hpp"
+
+PYBIND11_MODULE(_orchid, m) {
+  m.doc() = "orchid's C++ core (use the orchid package, not this module)";
+  m.attr("__version__") = ORCHID_VERSION;
+  orchid::python::bind_errors(m);
+  orchid::python::bind_session(m);
+  orchid::python::bind_orchestrate(m);
+  orchid::python::bind_mapping(m);
+}

@@ -1,0 +1,135 @@
+// orchid.InferenceSession's engine: a model loaded once, then either the reference
+// interpreter or the CPU plan executor over a plan JSON (the same path as
+// `orchid run --plan`), run with numpy arrays in and out and the GIL released.
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+
+#include <omp.h>
+
+#include <fmt/format.h>
+#include <pybind11/stl.h>
+
+#include "bindings.hpp"
+
+#include "orchestrate/executable_plan.hpp"
+#include "passes/load_model.hpp"
+#include "runtime/plan_executor.hpp"
+#include "util/error.hpp"
+
+namespace orchid::python {
+
+namespace {
+
+py::tuple describe(const Graph& g, const std::string& name) {
+  const TensorInfo& info = g.tensor(name);
+  if (info.dynamic) return py::make_tuple(name, py::none(), py::none());
+  return py::make_tuple(name, py::tuple(py::cast(info.shape)), numpy_dtype_name(info.dtype));
+}
+
+class Session {
+ public:
+  Session(const std::string& model, const std::string& engine,
+          const std::optional<std::string>& plan_json,
+          const std::map<std::string, std::int64_t>& dims,
+          const std::map<std::string, std::vector<std::int64_t>>& shapes, int threads)
+      : model_(model), threads_(threads) {
+    if (threads < 0) fail("threads must be positive, got {}", threads);
+    py::gil_scoped_release release;
+    loaded_ = load_model(model, import_options(dims, shapes));
+    const Graph& g = loaded_.graph;
+    if (engine == "plan") {
+      if (!plan_json) internal_error("Session: the plan engine needs a plan");
+      g.require_static_shapes(fmt::format("'{}': the plan executor", model));
+      plan_ = std::make_unique<ExecutablePlan>(
+          import_plan(g, *plan_json, fmt::format("the plan for '{}'", model)));
+      executor_ = std::make_unique<PlanExecutor>(plan_->fission.graph, plan_->plan,
+                                                 plan_->fission.alternatives);
+    } else if (engine == "reference") {
+      interpreter_ = std::make_unique<ReferenceInterpreter>(g);
+    } else {
+      internal_error("Session: unknown engine '{}'", engine);
+    }
+  }
+
+  py::list inputs() const {
+    py::list out;
+    for (const auto& name : loaded_.graph.inputs) out.append(describe(loaded_.graph, name));
+    return out;
+  }
+  py::list outputs() const {
+    py::list out;
+    for (const auto& name : loaded_.graph.outputs) out.append(describe(loaded_.graph, name));
+    return out;
+  }
+
+  py::list run(const std::optional<std::vector<std::string>>& output_names, const py::dict& feed) {
+    const Graph& g = loaded_.graph;
+    const std::vector<std::string> wanted = output_names ? *output_names : g.outputs;
+    for (const auto& name : wanted) {
+      if (std::find(g.outputs.begin(), g.outputs.end(), name) == g.outputs.end()) {
+        fail("run: the model has no output named '{}' (its outputs: {})", name,
+             fmt::join(g.outputs, ", "));
+      }
+    }
+    TensorMap inputs;
+    for (const auto& [key, value] : feed) {
+      const std::string name = py::str(key);
+      if (std::find(g.inputs.begin(), g.inputs.end(), name) == g.inputs.end()) {
+        fail("run: the model has no input named '{}' (its inputs: {})", name,
+             fmt::join(g.inputs, ", "));
+      }
+      Tensor t = tensor_from_array(value, fmt::format("input '{}'", name));
+      const TensorInfo& info = g.tensor(name);
+      if (t.dtype() != info.dtype) {
+        fail("run: input '{}' has dtype {}, the model expects {}", name,
+             numpy_dtype_name(t.dtype()), numpy_dtype_name(info.dtype));
+      }
+      if (t.shape() != info.shape) {
+        fail("run: input '{}' has shape {}, the model expects {}", name, shape_to_string(t.shape()),
+             shape_to_string(info.shape));
+      }
+      inputs[name] = std::move(t);
+    }
+    for (const auto& name : g.inputs) {
+      if (!inputs.count(name)) fail("run: input '{}' is missing", name);
+    }
+    TensorMap results;
+    {
+      py::gil_scoped_release release;
+      // One run at a time per session: the executor's arena is shared state.
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (threads_ > 0) omp_set_num_threads(threads_);
+      results = executor_ ? executor_->run(inputs) : interpreter_->run(inputs);
+    }
+    py::list out;
+    for (const auto& name : wanted) out.append(array_from_tensor(results.at(name)));
+    return out;
+  }
+
+ private:
+  std::string model_;
+  int threads_ = 0;
+  LoadedModel loaded_;
+  std::unique_ptr<ExecutablePlan> plan_;  // before the executor, which reads it
+  std::unique_ptr<PlanExecutor> executor_;
+  std::unique_ptr<ReferenceInterpreter> interpreter_;
+  std::mutex mutex_;
+};
+
+}  // namespace
+
+void bind_session(py::module_& m) {
+  py::class_<Session>(m, "Session")
+      .def(py::init<const std::string&, const std::string&, const std::optional<std::string>&,
+                    const std::map<std::string, std::int64_t>&,
+                    const std::map<std::string, std::vector<std::int64_t>>&, int>(),
+           py::arg("model"), py::arg("engine"), py::arg("plan_json"), py::arg("dims"),
+           py::arg("shapes"), py::arg("threads"))
+      .def("inputs", &Session::inputs)
+      .def("outputs", &Session::outputs)
+      .def("run", &Session::run, py::arg("output_names"), py::arg("feed"));
+}
+
+}  // namespace orchid::python

@@ -1,0 +1,45 @@
+#include "mapping/mapping_run.hpp"
+
+#include "cost/device_spec.hpp"
+#include "mapping/plan_json.hpp"
+
+namespace orchid::mapping {
+
+MappingRun::MappingRun(const MappingRequest& request, const ConfigRoots& roots)
+    : request_(request),
+      workload_(load_workload(request.workload, request.batch, roots)),
+      system_(request.system_text.empty() ? load_system(request.system)
+                                          : parse_system(request.system_text, request.system)) {
+  orchestrate_gpus_ = !system_.gpu_designs.empty() && !request.gpu_roofline;
+  const LayerCostProvider& others = orchestrate_gpus_
+                                        ? static_cast<const LayerCostProvider&>(orchestrated_)
+                                        : default_cost_provider();
+  if (system_.cpu_ranks > 0) {
+    cpu_model_ = make_analytic_cost_model(load_device_spec("cpu", roots));
+    measured_ = std::make_unique<MeasuredCpuCostProvider>(*cpu_model_, others);
+  }
+  evaluator_ = std::make_unique<Evaluator>(
+      workload_, system_, measured_ ? static_cast<const LayerCostProvider&>(*measured_) : others);
+}
+
+void MappingRun::search(const ProgressFn& progress) {
+  SearchOptions so = request_.search;
+  const H2HResult h2h = h2h_baseline(*evaluator_);
+  baselines_ = {h2h.result, data_parallel_baseline(*evaluator_), greedy_baseline(*evaluator_)};
+  std::vector<std::string> seed_names;
+  for (const BaselineResult& b : baselines_) {
+    if (!b.available) continue;
+    so.seed_mappings.push_back(b.mapping);
+    seed_names.push_back(b.name);
+  }
+  result_ = genetic_search(*evaluator_, so, progress);
+  schedule_ = evaluator_->schedule(result_.mapping);
+  winning_seed_ = result_.from_seed_mapping >= 0 ? seed_names[result_.from_seed_mapping] : "";
+}
+
+std::string MappingRun::to_json() const {
+  return plan_to_json(*evaluator_, result_.mapping, schedule_, baselines_, lower_bound(),
+                      result_.seconds);
+}
+
+}  // namespace orchid::mapping

@@ -1,5 +1,10 @@
 // `orchid map WORKLOAD --system SYSTEM.toml`: map one inference onto a multi-accelerator
 // system with the two-level GA and compare it with the baselines on the same model.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
@@ -40,9 +45,26 @@ std::string reduction(double base, double ours) {
   return fmt::format("{:+.1f} %", (ours - base) / base * 100);
 }
 
-void map(const MapOptions& o) {
+// GA progress goes to stderr, never into the report on stdout: every line on a terminal;
+// in a log or pipe only a line each 10 s, so a long search shows it is alive and a short
+// one prints nothing.
+mapping::ProgressFn progress_on_stderr() {
+  const bool tty = isatty(fileno(stderr)) != 0;
+  using Clock = std::chrono::steady_clock;
+  auto last = std::make_shared<Clock::time_point>(Clock::now());
+  return [tty, last](const std::string& line) {
+    const Clock::time_point now = Clock::now();
+    if (!tty && now - *last < std::chrono::seconds(10)) return;
+    *last = now;
+    fmt::print(stderr, "  {}\n", line);
+  };
+}
+
+void map(const MapOptions& o, const CLI::App& cmd) {
   using namespace orchid::mapping;
   const System sys = load_system(o.system);
+  refuse_unless(cmd, "--gpu-roofline", !sys.gpu_designs.empty(),
+                fmt::format("system '{}' has no GPU", sys.name));
   const Workload w = load_workload(o.workload, o.batch, config_roots());
   // GPUs are priced by the kernel orchestrator's optimal plan per layer subgraph.
   const OrchestratedCostProvider orchestrated;
@@ -107,7 +129,7 @@ void map(const MapOptions& o) {
     seed_names.push_back(b.name);
   }
   ProgressFn progress;
-  if (!o.quiet) progress = [](const std::string& line) { fmt::print("  {}\n", line); };
+  if (!o.quiet) progress = progress_on_stderr();
   const SearchResult r = genetic_search(ev, so, progress);
   const Schedule s = ev.schedule(r.mapping);
 
@@ -169,6 +191,7 @@ Action add_map_command(CLI::App& app) {
   auto options = std::make_shared<MapOptions>();
   CLI::App* cmd = app.add_subcommand(
       "map", "Map a workload onto a multi-accelerator system (two-level GA vs baselines)");
+  cmd->option_defaults()->always_capture_default();  // --help shows every default
   cmd->add_option("workload", options->workload, ".onnx file, case file or benchmark case name")
       ->required();
   cmd->add_option("--system", options->system, "system description (configs/systems/*.toml)")
@@ -186,10 +209,12 @@ Action add_map_command(CLI::App& app) {
       ->check(in_range(0, kMaxThreads));
   cmd->add_option("--time-limit", options->time_limit, "stop the search after this many seconds")
       ->check(in_range(0.001, 1e6));
-  cmd->add_flag("--quiet", options->quiet, "no per-generation progress lines");
+  cmd->add_flag("--quiet", options->quiet,
+                "no search progress on stderr (shown on a terminal, or every 10 s of a long "
+                "search)");
   cmd->add_flag("--gpu-roofline", options->gpu_roofline,
                 "price GPU layers by the roofline instead of the kernel orchestrator");
-  return [options]() { map(*options); };
+  return [options, cmd]() { map(*options, *cmd); };
 }
 
 }  // namespace orchid::cli

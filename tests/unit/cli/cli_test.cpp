@@ -12,6 +12,7 @@
 #include <onnx/onnx_pb.h>
 #include <sys/stat.h>
 
+#include "cli/cli_runner.hpp"
 #include "ir/npy.hpp"
 #include "onnx/proto_io.hpp"
 
@@ -20,38 +21,10 @@ namespace fs = std::filesystem;
 namespace orchid {
 namespace {
 
-struct Result {
-  int code;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
-
-Result run_cli(const std::string& args) {
-  // One file per process and call: ctest runs the Cli tests in parallel processes.
-  static int calls = 0;
-  const fs::path err_file =
-      fs::temp_directory_path() / ("orchid_cli_test_stderr_" + std::to_string(getpid()) + "_" +
-                                   std::to_string(++calls) + ".txt");
-  const std::string cmd = std::string(ORCHID_BINARY) + " " + args + " 2>" + err_file.string();
-  Result r{0, "", ""};
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf{};
-  while (fgets(buf.data(), buf.size(), pipe)) r.out += buf.data();
-  const int status = pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  FILE* f = fopen(err_file.c_str(), "r");
-  if (f) {
-    while (fgets(buf.data(), buf.size(), f)) r.err += buf.data();
-    fclose(f);
-  }
-  std::error_code ec;
-  fs::remove(err_file, ec);
-  return r;
-}
-
-std::string model(const std::string& name) {
-  return std::string(ORCHID_MODELS_DIR) + "/" + name + ".onnx";
-}
+using cli_testing::expect_user_error;
+using cli_testing::model;
+using cli_testing::Result;
+using cli_testing::run_cli;
 
 TEST(Cli, VersionAndHelp) {
   EXPECT_EQ(run_cli("--version").code, 0);
@@ -130,13 +103,6 @@ TEST(Cli, DetectionModelRunsButIsNotOrchestrated) {
 // ---------------------------------------------------------------- hostile input
 
 // stderr is exactly one "orchid: error: ..." line and the exit code is 1.
-void expect_user_error(const Result& r, const std::string& text, const std::string& what) {
-  EXPECT_EQ(r.code, 1) << what << ": " << r.err;
-  EXPECT_EQ(r.err.rfind("orchid: error: ", 0), 0u) << what << ": " << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << what << ": " << r.err;
-  EXPECT_NE(r.err.find(text), std::string::npos) << what << ": " << r.err;
-}
-
 TEST(CliHostile, HugeShapesAreRefusedBeforeAllocating) {
   // 2^62 + 1 rows: the element count wrapped to 16 and Transpose/MatMul ran off a buffer.
   expect_user_error(run_cli("run " + model("tiny_mlp") + " --shape x=4611686018427387905x16"),

@@ -62,7 +62,7 @@ mapping::ProgressFn progress_on_stderr() {
 
 void map(const MapOptions& o, const CLI::App& cmd) {
   using namespace orchid::mapping;
-  const System sys = load_system(o.system);
+  const System sys = load_system(find_system(o.system, config_roots()), config_roots());
   refuse_unless(cmd, "--gpu-roofline", !sys.gpu_designs.empty(),
                 fmt::format("system '{}' has no GPU", sys.name));
   const Workload w = load_workload(o.workload, o.batch, config_roots());
@@ -90,9 +90,13 @@ void map(const MapOptions& o, const CLI::App& cmd) {
                sys.name, sys.cpu_ranks, sys.designs[0].threads, sys.intra_group_gbs);
   } else {
     fmt::print(
-        "system       {}  ({} FPGA + {} GPU devices, {} designs; GB/s intra {} inter {} host {})\n",
+        "system       {}  ({} FPGA + {} GPU devices, {} designs; GB/s intra {} inter {} host {}{})\n",
         sys.name, sys.fpga_devices, sys.gpu_designs.size(), sys.designs.size(), sys.intra_group_gbs,
-        sys.inter_group_gbs, sys.host_gbs);
+        sys.inter_group_gbs, sys.host_gbs,
+        sys.links.empty() && sys.device_host_gbs.empty()
+            ? ""
+            : fmt::format("; topology: {} links{}", sys.links.size(),
+                          sys.device_host_gbs.empty() ? "" : ", host link per device"));
   }
   if (measured) {
     const MeasuredCpuCostStats st = measured->stats();
@@ -194,7 +198,7 @@ Action add_map_command(CLI::App& app) {
   cmd->option_defaults()->always_capture_default();  // --help shows every default
   cmd->add_option("workload", options->workload, ".onnx file, case file or benchmark case name")
       ->required();
-  cmd->add_option("--system", options->system, "system description (configs/systems/*.toml)")
+  cmd->add_option("--system", options->system, "system: a name in configs/systems (fpga4) or a .toml path")
       ->required();
   cmd->add_option("--batch", options->batch, "batch size of the inference")
       ->check(in_range(1, 1 << 20));

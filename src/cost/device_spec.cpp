@@ -189,15 +189,6 @@ DeviceSpec parse_device_spec(const std::string& content, const std::string& file
   return spec;
 }
 
-namespace {
-
-bool looks_like_path(const std::string& s) {
-  return s.find('/') != std::string::npos ||
-         (s.size() > 5 && s.compare(s.size() - 5, 5, ".toml") == 0);
-}
-
-}  // namespace
-
 std::vector<std::string> available_devices(const ConfigRoots& roots) {
   return roots.names_in("devices", ".toml");
 }

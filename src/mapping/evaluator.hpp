@@ -71,7 +71,14 @@ class Evaluator {
   const Workload& workload() const { return workload_; }
   const System& system() const { return system_; }
   const std::vector<int>& order() const { return order_; }  // list-scheduling priority
-  double transfer_seconds(double bytes, int from_group, int to_group) const;
+  // Activations from one group to another: the fastest [[topology.link]] between a member
+  // of each (its latency plus bytes over its bandwidth), else the global inter-group
+  // figure; through the host, each group's slowest host link.
+  double transfer_seconds(double bytes, const Group& from, const Group& to) const;
+  // A group's slowest member link to the host, and the slowest link of its ring (members
+  // in order, the last back to the first) that collectives run over.
+  double host_gbs(const Group& group) const;
+  double ring_gbs(const Group& group) const;
   double bytes_per_element() const { return 4.0; }
 
  private:

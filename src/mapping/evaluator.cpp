@@ -251,6 +251,7 @@ double Evaluator::run(const Mapping& m, Schedule* out) const {
     out->devices.assign(system_.total_devices(), {});
     out->start.assign(layers, 0);
     out->finish.assign(layers, 0);
+    out->transfers.clear();
   }
   double makespan = 0;
   for (int l : order_) {
@@ -272,8 +273,10 @@ double Evaluator::run(const Mapping& m, Schedule* out) const {
         ready = std::max(ready, finish[u]);
         reshard += reshard_seconds(layout[u], need, bytes, p, ring);
       } else {
-        ready =
-            std::max(ready, finish[u] + transfer_seconds(bytes, m.groups[m.group_of[u]], grp));
+        const double arrive =
+            finish[u] + transfer_seconds(bytes, m.groups[m.group_of[u]], grp);
+        ready = std::max(ready, arrive);
+        if (out) out->transfers.push_back({u, l, m.group_of[u], g, bytes, finish[u], arrive});
       }
     }
     const double t0 = std::max(ready, free_at[g]);

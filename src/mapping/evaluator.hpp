@@ -34,6 +34,17 @@ struct Interval {
   Kind kind = Kind::Compute;
 };
 
+// An activation sent from one group to another (the Gantt chart's arrows).
+struct Transfer {
+  int from_layer = 0;
+  int to_layer = 0;
+  int from_group = 0;
+  int to_group = 0;
+  double bytes = 0;
+  double start = 0;  // the producer's finish
+  double end = 0;    // arrival at the consumer's group
+};
+
 struct Schedule {
   double makespan = 0;
   bool feasible = true;
@@ -42,6 +53,7 @@ struct Schedule {
   std::vector<bool> resident;                  // weights kept in device DRAM
   std::vector<Strategy> strategy;              // effective strategy per layer
   std::vector<std::vector<Interval>> devices;  // per device
+  std::vector<Transfer> transfers;             // between groups, in scheduling order
 };
 
 // Penalty makespan of a mapping that breaks a constraint (unsupported layer, memory).

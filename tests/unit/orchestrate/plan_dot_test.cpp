@@ -34,11 +34,11 @@ struct DotShape {
 
 DotShape shape_of(const std::string& dot) {
   DotShape s;
-  const std::regex node(R"(^\s+(\w+) \[)");
-  const std::regex cluster(R"(subgraph cluster_k(\d+) \{)");
-  const std::regex label(R"(^\s+label="(k\d+ .*)";$)");
-  const std::regex run(R"(label="k(\d+)-k(\d+): )");
-  const std::regex edge(R"(^\s+(\w+) -> (\w+);$)");
+  const std::regex node(R"re(^\s+(\w+) \[)re");
+  const std::regex cluster(R"re(subgraph cluster_k(\d+) \{)re");
+  const std::regex label(R"re(^\s+label="(k\d+ .*)";$)re");
+  const std::regex run(R"re(label="k(\d+)-k(\d+): )re");
+  const std::regex edge(R"re(^\s+(\w+) -> (\w+);$)re");
   std::size_t at = 0;
   while (at < dot.size()) {
     const std::size_t end = dot.find('\n', at);
@@ -82,7 +82,7 @@ TEST(PlanDot, OneLabelledClusterPerKernel) {
   for (std::size_t k = 0; k < o.optimal.kernels.size(); ++k) {
     const std::string& text = s.cluster_labels[k];
     // "k3  12.34 us  MatMul, Add x2\n<ONNX node>"
-    EXPECT_EQ(text.rfind("k" + std::to_string(k) + "  ", 0), 0u) << text;
+    EXPECT_EQ(text.rfind(fmt::format("k{}  ", k), 0), 0u) << text;
     EXPECT_NE(text.find(fmt::format("{:.2f} us", o.optimal.kernels[k].cost_us)), std::string::npos)
         << text;
     const Node& first = o.fission.graph.nodes[o.optimal.kernels[k].nodes.front()];

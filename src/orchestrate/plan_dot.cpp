@@ -2,7 +2,9 @@
 // one cluster per kernel (its ops, predicted µs, the ONNX nodes it comes from), its
 // primitives inside, edges where data flows. Long chains are collapsed so a BERT-base
 // plan stays readable: a run of primitives inside a kernel becomes one box listing them,
-// and a run of kernels each feeding only the next becomes one summary box.
+// a block of kernels repeated three or more times in a row (a transformer's layers) is
+// drawn once with the repeats as one summary box, and a run of kernels each feeding only
+// the next becomes one summary box.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -58,6 +60,18 @@ std::string origin_summary(const std::vector<std::string>& origins) {
   return distinct.size() == 1 ? first : fmt::format("{} (+{} more)", first, distinct.size() - 1);
 }
 
+// The ONNX nodes a collapsed box covers: the first and the last, and how many.
+std::string origin_span(const std::vector<std::string>& origins) {
+  std::vector<std::string> distinct;
+  for (const std::string& o : origins) {
+    if (!o.empty() && std::find(distinct.begin(), distinct.end(), o) == distinct.end())
+      distinct.push_back(o);
+  }
+  if (distinct.size() < 2) return origin_summary(distinct);
+  return fmt::format("{} ONNX nodes: {} ... {}", distinct.size(), origin_summary({distinct.front()}),
+                     origin_summary({distinct.back()}));
+}
+
 // Light, clearly different fills for neighbouring kernels (golden-angle hues).
 std::string fill(std::size_t k) {
   return fmt::format("{:.3f} 0.22 0.98", std::fmod(static_cast<double>(k) * 0.618034, 1.0));
@@ -106,22 +120,61 @@ std::string plan_to_dot(const Orchestration& o, const Plan& plan, std::size_t co
       }
     }
   }
-  std::vector<std::size_t> run_of(kernels);  // first kernel of the run each kernel is in
-  std::vector<std::vector<std::size_t>> runs;
+  // Collapsed boxes, each a range of kernels in execution order.
+  struct Box {
+    std::size_t first, last;
+    std::string what;  // the first label line after the range
+  };
+  std::vector<Box> boxes;
+  std::vector<int> box_of(kernels, -1);
+  auto add_box = [&](std::size_t first, std::size_t last, std::string what) {
+    for (std::size_t k = first; k <= last; ++k) box_of[k] = static_cast<int>(boxes.size());
+    boxes.push_back({first, last, std::move(what)});
+  };
+  // Repeated blocks (a transformer's layers): where the same sequence of kernels (by their
+  // ops) follows itself three or more times, the first copy is drawn and the others are
+  // one box. Greedy from the start, longest coverage first.
+  std::vector<std::string> signature(kernels);
   for (std::size_t k = 0; k < kernels; ++k) {
-    const bool continues = kpred[k].size() == 1 && ksucc[*kpred[k].begin()].size() == 1 &&
-                           !runs.empty() && runs.back().back() == *kpred[k].begin();
-    if (continues) {
-      runs.back().push_back(k);
-    } else {
-      runs.push_back({k});
-    }
+    for (std::size_t v : plan.kernels[k].nodes) signature[k] += g.nodes[v].op_type + ",";
   }
-  std::vector<int> collapsed_run(kernels, -1);
-  for (std::size_t r = 0; r < runs.size(); ++r) {
-    if (runs[r].size() >= min_chain) {
-      for (std::size_t k : runs[r]) collapsed_run[k] = static_cast<int>(r);
+  constexpr std::size_t kMaxPeriod = 64;
+  for (std::size_t i = 0; i < kernels;) {
+    std::size_t best_period = 0, best_repeats = 0;
+    for (std::size_t period = min_chain; period <= kMaxPeriod && i + period <= kernels; ++period) {
+      std::size_t repeats = 1;
+      while (i + period * (repeats + 1) <= kernels &&
+             std::equal(signature.begin() + static_cast<std::ptrdiff_t>(i),
+                        signature.begin() + static_cast<std::ptrdiff_t>(i + period),
+                        signature.begin() + static_cast<std::ptrdiff_t>(i + period * repeats))) {
+        ++repeats;
+      }
+      if (repeats >= 3 && period * repeats > best_period * best_repeats) {
+        best_period = period;
+        best_repeats = repeats;
+      }
     }
+    if (best_repeats == 0) {
+      ++i;
+      continue;
+    }
+    add_box(i + best_period, i + best_period * best_repeats - 1,
+            fmt::format("{} more copies of the {}-kernel block k{}-k{} (the same ops)",
+                        best_repeats - 1, best_period, i, i + best_period - 1));
+    i += best_period * best_repeats;
+  }
+  // Runs of kernels where each is the only reader of the one before and reads only it.
+  for (std::size_t k = 0; k < kernels;) {
+    std::size_t end = k;
+    while (end + 1 < kernels && box_of[k] < 0 && box_of[end + 1] < 0 &&
+           kpred[end + 1].size() == 1 && *kpred[end + 1].begin() == end &&
+           ksucc[end].size() == 1) {
+      ++end;
+    }
+    if (box_of[k] < 0 && end - k + 1 >= min_chain) {
+      add_box(k, end, fmt::format("{} kernels in a row", end - k + 1));
+    }
+    k = end + 1;
   }
 
   std::string out = fmt::format(
@@ -137,29 +190,28 @@ std::string plan_to_dot(const Orchestration& o, const Plan& plan, std::size_t co
   // Node id of primitive v as drawn in kernel k (a primitive computed by two kernels is
   // drawn in both); chains and collapsed runs map many primitives to one id.
   std::map<std::pair<std::size_t, std::size_t>, std::string> node_id;
-  for (std::size_t r = 0; r < runs.size(); ++r) {
-    if (runs[r].size() < min_chain) continue;
+  for (std::size_t b = 0; b < boxes.size(); ++b) {
     std::vector<std::string> ops, origins;
     double us = 0;
     std::size_t prims = 0;
-    for (std::size_t k : runs[r]) {
+    for (std::size_t k = boxes[b].first; k <= boxes[b].last; ++k) {
       us += plan.kernels[k].cost_us;
       for (std::size_t v : plan.kernels[k].nodes) {
         ops.push_back(g.nodes[v].op_type);
         origins.push_back(origin_of(v));
         ++prims;
-        node_id[{k, v}] = fmt::format("run{}", r);
+        node_id[{k, v}] = fmt::format("box{}", b);
       }
     }
     out += fmt::format(
-        "  run{} [shape=box3d, style=filled, fillcolor=\"{}\", fontsize=10, "
-        "label=\"k{}-k{}: {} kernels in a row, {:.2f} us\\n{} primitives: {}\\n{}\"];\n",
-        r, fill(runs[r].front()), runs[r].front(), runs[r].back(), runs[r].size(), us, prims,
-        escape(op_summary(ops)), escape(origin_summary(origins)));
+        "  box{} [shape=box3d, style=filled, fillcolor=\"{}\", fontsize=10, "
+        "label=\"k{}-k{}: {}, {:.2f} us\\n{} primitives: {}\\n{}\"];\n",
+        b, fill(boxes[b].first), boxes[b].first, boxes[b].last, escape(boxes[b].what), us, prims,
+        escape(op_summary(ops)), escape(origin_span(origins)));
   }
 
   for (std::size_t k = 0; k < kernels; ++k) {
-    if (collapsed_run[k] >= 0) continue;
+    if (box_of[k] >= 0) continue;
     const PlannedKernel& pk = plan.kernels[k];
     std::vector<std::string> ops, origins;
     for (std::size_t v : pk.nodes) {

@@ -129,8 +129,9 @@ SlicePlan slice_plan(const Node& node, const Shape& input, const Tensor& starts,
       f = std::clamp<std::int64_t>(f, -1, dim - 1);
     }
     std::int64_t count = 0;
-    if (step > 0 && f > b) count = (f - b + step - 1) / step;
-    if (step < 0 && b > f) count = (b - f + (-step) - 1) / (-step);
+    // ceil(distance / |step|) written so that a step of INT64_MAX or INT64_MIN cannot overflow.
+    if (step > 0 && f > b) count = (f - b - 1) / step + 1;
+    if (step < 0 && b > f) count = 1 - (b - f - 1) / step;
     plan.start[a] = count > 0 ? b : 0;
     plan.step[a] = step;
     plan.output[a] = count;

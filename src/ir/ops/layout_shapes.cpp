@@ -362,12 +362,16 @@ std::vector<TensorType> infer_depth_to_space(const ShapeContext& ctx) {
   const TensorType x = ctx.input(0);
   const std::int64_t b = ctx.node().required_int("blocksize");
   if (x.shape.size() != 4) ctx.fail("input must be 4-D, got {}", shape_to_string(x.shape));
-  if (b < 1 || x.shape[1] % (b * b) != 0) {
-    ctx.fail("channels {} not divisible by blocksize^2 ({})", x.shape[1], b * b);
+  const auto b2 = b < 1 ? std::nullopt : mul_no_overflow(b, b);
+  if (!b2 || x.shape[1] % *b2 != 0) {
+    ctx.fail("channels {} not divisible by blocksize^2 (blocksize {})", x.shape[1], b);
   }
   const std::string mode = ctx.node().attr_string("mode", "DCR");
   if (mode != "DCR" && mode != "CRD") ctx.fail("mode must be DCR or CRD, got '{}'", mode);
-  return {{x.dtype, {x.shape[0], x.shape[1] / (b * b), x.shape[2] * b, x.shape[3] * b}}};
+  const std::string context = ctx.node().describe();
+  return {{x.dtype,
+           {x.shape[0], x.shape[1] / *b2, checked_mul(x.shape[2], b, context),
+            checked_mul(x.shape[3], b, context)}}};
 }
 
 std::vector<TensorType> infer_space_to_depth(const ShapeContext& ctx) {
@@ -377,7 +381,11 @@ std::vector<TensorType> infer_space_to_depth(const ShapeContext& ctx) {
   if (b < 1 || x.shape[2] % b != 0 || x.shape[3] % b != 0) {
     ctx.fail("spatial dims {}x{} not divisible by blocksize {}", x.shape[2], x.shape[3], b);
   }
-  return {{x.dtype, {x.shape[0], x.shape[1] * b * b, x.shape[2] / b, x.shape[3] / b}}};
+  // Zero-sized spatial axes divide by any blocksize, so the channel product is checked.
+  const std::string context = ctx.node().describe();
+  return {{x.dtype,
+           {x.shape[0], checked_mul(checked_mul(x.shape[1], b, context), b, context),
+            x.shape[2] / b, x.shape[3] / b}}};
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "util/checked_math.hpp"
 #include "util/error.hpp"
 
 namespace orchid {
@@ -63,6 +64,12 @@ WindowGeometry common(const Node& node, const std::vector<std::int64_t>& input_s
   return g;
 }
 
+// (kernel - 1) * dilation + 1, checked: dilations come straight from the file.
+std::int64_t window_extent(const Node& node, std::int64_t kernel, std::int64_t dilation) {
+  return checked_add(checked_mul(kernel - 1, dilation, node.describe() + ": dilated kernel"), 1,
+                     node.describe() + ": dilated kernel");
+}
+
 std::string auto_pad_of(const Node& node) {
   const std::string mode = node.attr_string("auto_pad", "NOTSET");
   if (mode != "NOTSET" && mode != "SAME_UPPER" && mode != "SAME_LOWER" && mode != "VALID") {
@@ -78,12 +85,14 @@ WindowGeometry window_geometry(const Node& node, const std::vector<std::int64_t>
   WindowGeometry g = common(node, input_spatial, kernel);
   const std::string auto_pad = auto_pad_of(node);
   for (std::size_t i = 0; i < g.rank(); ++i) {
-    const std::int64_t extent = (g.kernel[i] - 1) * g.dilations[i] + 1;
+    const std::int64_t extent = window_extent(node, g.kernel[i], g.dilations[i]);
+    const std::string context = node.describe() + ": spatial axis " + std::to_string(i);
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
       // Output covers ceil(in / stride); the odd pad goes to the end for SAME_UPPER.
       g.output[i] = ceil_div(g.input[i], g.strides[i]);
-      const std::int64_t total =
-          std::max<std::int64_t>(0, (g.output[i] - 1) * g.strides[i] + extent - g.input[i]);
+      // (output - 1) * stride <= input, so only the extent can overflow the sum.
+      const std::int64_t total = std::max<std::int64_t>(
+          0, checked_add((g.output[i] - 1) * g.strides[i], extent, context) - g.input[i]);
       const std::int64_t small = total / 2;
       g.pad_begin[i] = auto_pad == "SAME_UPPER" ? small : total - small;
       g.pad_end[i] = total - g.pad_begin[i];
@@ -94,7 +103,9 @@ WindowGeometry window_geometry(const Node& node, const std::vector<std::int64_t>
       fail("{}: negative pads are not allowed (axis {}: {}, {})", node.describe(), i,
            g.pad_begin[i], g.pad_end[i]);
     }
-    const std::int64_t span = g.input[i] + g.pad_begin[i] + g.pad_end[i] - extent;
+    const std::int64_t span =
+        checked_add(checked_add(g.input[i], g.pad_begin[i], context), g.pad_end[i], context) -
+        extent;
     if (span < 0) {
       fail("{}: window of extent {} does not fit spatial axis {} of size {} with pads {}+{}",
            node.describe(), extent, i, g.input[i], g.pad_begin[i], g.pad_end[i]);
@@ -135,13 +146,16 @@ WindowGeometry conv_transpose_geometry(const Node& node,
       fail("{}: output_padding {} on axis {} must be in [0, max(stride, dilation))",
            node.describe(), output_padding[i], i);
     }
-    const std::int64_t extent = (g.kernel[i] - 1) * g.dilations[i] + 1;
-    const std::int64_t full = g.strides[i] * (g.input[i] - 1) + output_padding[i] + extent;
+    const std::string context = node.describe() + ": spatial axis " + std::to_string(i);
+    const std::int64_t extent = window_extent(node, g.kernel[i], g.dilations[i]);
+    const std::int64_t full = checked_add(
+        checked_add(checked_mul(g.strides[i], g.input[i] - 1, context), output_padding[i], context),
+        extent, context);
     std::int64_t target = -1;
     if (!output_shape.empty()) {
       target = output_shape[i];
     } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      target = g.input[i] * g.strides[i];
+      target = checked_mul(g.input[i], g.strides[i], context);
     }
     if (target >= 0) {
       // ONNX: SAME_UPPER puts the odd pad at the end, otherwise at the beginning. Total
@@ -157,8 +171,12 @@ WindowGeometry conv_transpose_geometry(const Node& node,
       }
     } else if (auto_pad == "VALID") {
       g.pad_begin[i] = g.pad_end[i] = 0;
+    } else if (g.pad_begin[i] < 0 || g.pad_end[i] < 0) {
+      fail("{}: negative pads are not allowed (axis {}: {}, {})", node.describe(), i,
+           g.pad_begin[i], g.pad_end[i]);
     }
-    g.output[i] = full - g.pad_begin[i] - g.pad_end[i];
+    // Both pads are now at most |full| / 2 + 1 or non-negative attributes: checked.
+    g.output[i] = full - checked_add(g.pad_begin[i], g.pad_end[i], context);
     if (g.output[i] < 1) {
       fail("{}: output size {} on spatial axis {} is not positive", node.describe(), g.output[i],
            i);

@@ -133,6 +133,17 @@ TEST(LayoutSlice, NegativesClampingAndSteps) {
       "Slice",
       {{"x", iota_i64({5})}, c64("s", {-1}), c64("e", {INT64_MIN}), c64("a", {0}), c64("t", {-2})});
   EXPECT_EQ(r[0], i64({3}, {4, 2, 0}));
+  // Extreme steps take one element and do not overflow the count.
+  auto big = run_single_op(
+      "Slice",
+      {{"x", iota_i64({5})}, c64("s", {1}), c64("e", {5}), c64("a", {0}), c64("t", {INT64_MAX})});
+  EXPECT_EQ(big[0], i64({1}, {1}));
+  auto small = run_single_op("Slice", {{"x", iota_i64({5})},
+                                       c64("s", {3}),
+                                       c64("e", {INT64_MIN}),
+                                       c64("a", {0}),
+                                       c64("t", {INT64_MIN})});
+  EXPECT_EQ(small[0], i64({1}, {3}));
   auto e = run_single_op("Slice", {{"x", iota_i64({5})}, c64("s", {3}), c64("e", {1})});
   EXPECT_EQ(e[0].shape(), (Shape{0}));
   EXPECT_THROW(

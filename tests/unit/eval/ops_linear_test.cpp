@@ -133,6 +133,31 @@ TEST(LinearConvShape, ChannelMismatchNamesNode) {
   EXPECT_THROW(single_op_graph("Conv", {in("x", {1, 4, 2, 2}), in("w", {4, 4, 3, 3})}), Error);
 }
 
+// Attributes straight from a file must not overflow the window arithmetic (signed
+// overflow is undefined; a wrapped size would make a tiny output of a huge window).
+TEST(LinearConvShape, HugeAttributesAreErrorsNotOverflows) {
+  constexpr std::int64_t kHuge = std::int64_t{1} << 62;
+  const auto x = in("x", {1, 4, 8, 8});
+  const auto w = in("w", {4, 4, 3, 3});
+  EXPECT_THROW(
+      single_op_graph("Conv", {x, w}, {{"dilations", std::vector<std::int64_t>{kHuge, 1}}}), Error);
+  EXPECT_THROW(
+      single_op_graph("Conv", {x, w}, {{"pads", std::vector<std::int64_t>{kHuge, 0, kHuge, 0}}}),
+      Error);
+  EXPECT_THROW(
+      single_op_graph("ConvTranspose", {x, w}, {{"strides", std::vector<std::int64_t>{kHuge, 1}}}),
+      Error);
+  EXPECT_THROW(single_op_graph("ConvTranspose", {x, w},
+                               {{"pads", std::vector<std::int64_t>{-kHuge, 0, -kHuge, 0}}}),
+               Error);
+  EXPECT_THROW(single_op_graph("DepthToSpace", {in("x", {1, 4, 2, 2})},
+                               {{"blocksize", std::int64_t{1} << 32}}),
+               Error);
+  EXPECT_THROW(single_op_graph("SpaceToDepth", {in("x", {1, 4, 0, 0})},
+                               {{"blocksize", std::int64_t{1} << 40}}),
+               Error);
+}
+
 TEST(LinearConvShape, RefusesNonFloat) {
   std::vector<OpInput> inputs{{"x", Tensor(DType::F64, {1, 1, 4, 4})},
                               {"w", Tensor(DType::F64, {1, 1, 3, 3})}};

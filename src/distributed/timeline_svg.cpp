@@ -29,7 +29,7 @@ std::string timeline_svg(const MappingPlan& plan, const DistributedRun& run,
         group = static_cast<int>(g);
       }
     }
-    mapping::GanttRow predicted{fmt::format("rank {}  G{}  predicted", r, group), {}};
+    mapping::GanttRow predicted{fmt::format("rank {} G{} predicted", r, group), {}};
     for (std::size_t l = 0; l < plan.layers.size(); ++l) {
       if (plan.layers[l].group != group) continue;
       predicted.bars.push_back({Predicted, plan.layers[l].start_s, plan.layers[l].finish_s,
@@ -37,7 +37,7 @@ std::string timeline_svg(const MappingPlan& plan, const DistributedRun& run,
                                 fmt::format("{} ({})", w.layers[l].name,
                                             mapping::strategy_name(plan.layers[l].sharding))});
     }
-    mapping::GanttRow measured{fmt::format("rank {}  measured", r), {}};
+    mapping::GanttRow measured{fmt::format("rank {} measured", r), {}};
     for (const TimedEvent& e : run.events) {
       if (e.rank != r || e.inference != 0) continue;
       const Kind kind = e.kind == "compute" ? Compute : e.kind == "recv" ? Receive : Send;

@@ -25,12 +25,12 @@ std::string gantt_svg(const Evaluator& ev, const Mapping& m, const Schedule& s) 
       const std::size_t dev = static_cast<std::size_t>(m.groups[g].first_device + d);
       if (dev < chart.rows.size()) {
         chart.rows[dev].label =
-            fmt::format("dev {}  G{}  {}", dev, g, sys.designs[m.groups[g].design].id);
+            fmt::format("dev {} G{} {}", dev, g, sys.designs[m.groups[g].design].id);
       }
     }
   }
   for (std::size_t dev = 0; dev < s.devices.size(); ++dev) {
-    if (chart.rows[dev].label.empty()) chart.rows[dev].label = fmt::format("dev {}  idle", dev);
+    if (chart.rows[dev].label.empty()) chart.rows[dev].label = fmt::format("dev {} idle", dev);
     for (const Interval& iv : s.devices[dev]) {
       const Kind kind = iv.kind == Interval::Kind::Compute ? Compute
                         : iv.kind == Interval::Kind::Comm  ? Comm

@@ -59,6 +59,17 @@ TEST(CliOptions, SearchProgressStaysOffStdoutAndOffShortLogs) {
   EXPECT_NE(r.out.find("latency      plan"), std::string::npos) << r.out;
 }
 
+TEST(CliOptions, SystemByNameOrPath) {
+  const Result named = run_cli("map tiny_mlp --system fpga4 --generations 2 --quiet");
+  ASSERT_EQ(named.code, 0) << named.err;
+  EXPECT_NE(named.out.find("system       fpga4"), std::string::npos) << named.out;
+  const Result pathed = run_cli("map tiny_mlp --system " + kFpga4 + " --generations 2 --quiet");
+  ASSERT_EQ(pathed.code, 0) << pathed.err;
+  EXPECT_NE(pathed.out.find("system       fpga4"), std::string::npos) << pathed.out;
+  expect_user_error(run_cli("map tiny_mlp --system fpga5"), "unknown system 'fpga5'",
+                    "unknown system name");
+}
+
 TEST(CliOptions, TimeLimitedPlanIsBestFoundNotOptimal) {
   // 1 ms cannot even cover enumeration for MobileNetV2: the BLP keeps its warm start.
   const Result cut = run_cli("orchestrate " + model("mobilenet_v2") + " --time-limit 0.001");

@@ -89,7 +89,7 @@ TEST(GanttChart, MappingChartDrawsTransfersBetweenGroups) {
   const std::string svg = gantt_svg(ev, m, s);
   EXPECT_NE(svg.find("first_layer -&gt; second_layer"), std::string::npos) << svg;
   EXPECT_NE(svg.find(">activation to another group</text>"), std::string::npos);
-  EXPECT_NE(svg.find("dev 1  G1  fc_acc_ese"), std::string::npos);
+  EXPECT_NE(svg.find("dev 1 G1 fc_acc_ese"), std::string::npos);
 }
 
 }  // namespace

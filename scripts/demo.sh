@@ -19,7 +19,7 @@ rm -rf "$work" && mkdir -p "$work"
 section() { printf '\n== %s\n\n' "$1"; }
 
 section "The model"
-"$orchid" inspect "$model" | head -n 12
+"$orchid" inspect "$model" | head -n 10
 
 section "1a. Kernel orchestration for an NVIDIA A100 (analytic device model)"
 "$orchid" orchestrate "$model" --device a100 --time-limit 20 --dot "$work/a100_plan.dot"

@@ -55,8 +55,7 @@ int main(int argc, char** argv) {
     if (app.get_subcommands().empty() && argc > 1 && argv[1][0] != '-') {
       std::string names;
       for (const auto& command : commands) names += (names.empty() ? "" : ", ") + command.first;
-      return report("error",
-                    fmt::format("unknown subcommand '{}' (one of: {})", argv[1], names),
+      return report("error", fmt::format("unknown subcommand '{}' (one of: {})", argv[1], names),
                     kUserErrorExit);
     }
     return report("error", e.what(), kUserErrorExit);

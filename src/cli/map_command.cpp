@@ -90,7 +90,8 @@ void map(const MapOptions& o, const CLI::App& cmd) {
                sys.name, sys.cpu_ranks, sys.designs[0].threads, sys.intra_group_gbs);
   } else {
     fmt::print(
-        "system       {}  ({} FPGA + {} GPU devices, {} designs; GB/s intra {} inter {} host {}{})\n",
+        "system       {}  ({} FPGA + {} GPU devices, {} designs; GB/s intra {} inter {} host "
+        "{}{})\n",
         sys.name, sys.fpga_devices, sys.gpu_designs.size(), sys.designs.size(), sys.intra_group_gbs,
         sys.inter_group_gbs, sys.host_gbs,
         sys.links.empty() && sys.device_host_gbs.empty()
@@ -198,7 +199,8 @@ Action add_map_command(CLI::App& app) {
   cmd->option_defaults()->always_capture_default();  // --help shows every default
   cmd->add_option("workload", options->workload, ".onnx file, case file or benchmark case name")
       ->required();
-  cmd->add_option("--system", options->system, "system: a name in configs/systems (fpga4) or a .toml path")
+  cmd->add_option("--system", options->system,
+                  "system: a name in configs/systems (fpga4) or a .toml path")
       ->required();
   cmd->add_option("--batch", options->batch, "batch size of the inference")
       ->check(in_range(1, 1 << 20));

@@ -95,8 +95,8 @@ void orchestrate_command(const OrchestrateCliOptions& o, const CLI::App& cmd) {
   const Plan* plans[] = {&result.optimal, &result.greedy, &result.operator_level,
                          &result.per_primitive};
   for (const Plan* p : plans) {
-    fmt::print("{:<26} {:>8} {:>14.2f} {:>9.3f}x {:>12}\n", plan_label(result, *p), p->kernels.size(), p->total_us,
-               p->total_us / result.optimal.total_us,
+    fmt::print("{:<26} {:>8} {:>14.2f} {:>9.3f}x {:>12}\n", plan_label(result, *p),
+               p->kernels.size(), p->total_us, p->total_us / result.optimal.total_us,
                human_bytes(static_cast<double>(p->arena_bytes)));
   }
   fmt::print("(speedup = that plan's latency / {} latency{})\n",
@@ -109,7 +109,8 @@ void orchestrate_command(const OrchestrateCliOptions& o, const CLI::App& cmd) {
   if (!o.json.empty()) files.emplace_back(o.json, plan_to_json(result, chosen, o.model.model));
   if (!o.dot.empty()) files.emplace_back(o.dot, plan_to_dot(result, chosen));
   write_files_atomically(files);
-  for (const auto& [path, content] : files) fmt::print("wrote {} ({} plan)\n", path, plan_label(result, chosen));
+  for (const auto& [path, content] : files)
+    fmt::print("wrote {} ({} plan)\n", path, plan_label(result, chosen));
 }
 
 }  // namespace

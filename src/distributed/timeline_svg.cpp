@@ -12,9 +12,9 @@ std::string timeline_svg(const MappingPlan& plan, const DistributedRun& run,
                          const mapping::Workload& w) {
   enum Kind { Predicted, Compute, Receive, Send };
   mapping::GanttChart chart;
-  chart.title = fmt::format("{}: predicted {:.4g} ms vs measured {:.4g} ms (inference 0)",
-                            plan.path, plan.latency_s * 1e3,
-                            run.latency_s.empty() ? 0 : run.latency_s[0] * 1e3);
+  chart.title =
+      fmt::format("{}: predicted {:.4g} ms vs measured {:.4g} ms (inference 0)", plan.path,
+                  plan.latency_s * 1e3, run.latency_s.empty() ? 0 : run.latency_s[0] * 1e3);
   chart.kinds = {{"predicted layer", "#a8a8a8", false},
                  {"measured compute", "#4878d0", false},
                  {"receive", "#ee854a", true},

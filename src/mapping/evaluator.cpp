@@ -273,8 +273,7 @@ double Evaluator::run(const Mapping& m, Schedule* out) const {
         ready = std::max(ready, finish[u]);
         reshard += reshard_seconds(layout[u], need, bytes, p, ring);
       } else {
-        const double arrive =
-            finish[u] + transfer_seconds(bytes, m.groups[m.group_of[u]], grp);
+        const double arrive = finish[u] + transfer_seconds(bytes, m.groups[m.group_of[u]], grp);
         ready = std::max(ready, arrive);
         if (out) out->transfers.push_back({u, l, m.group_of[u], g, bytes, finish[u], arrive});
       }

@@ -177,9 +177,10 @@ std::string resolve_device(const std::string& dev, const std::string& path,
   for (const std::string& n : roots.names_in("devices", ".toml")) {
     list += (list.empty() ? "" : ", ") + n;
   }
-  fail("{}: {}: unknown device '{}' (no devices/{}.toml beside the system's folder or in the "
-       "config roots {}); available: {}",
-       path, where, printable(dev), printable(dev), roots.describe(), list.empty() ? "none" : list);
+  fail(
+      "{}: {}: unknown device '{}' (no devices/{}.toml beside the system's folder or in the "
+      "config roots {}); available: {}",
+      path, where, printable(dev), printable(dev), roots.describe(), list.empty() ? "none" : list);
 }
 
 GpuSpec gpu_from_table(const toml::table& t, const std::string& path, const std::string& where,
@@ -316,8 +317,7 @@ std::vector<Design> load_design_library(const std::string& path) {
 
 GpuSpec load_gpu_spec(const std::string& path) {
   // The full device file, checked key by key as `--device` checks it.
-  const DeviceSpec device =
-      parse_device_spec(read_text(path, "device spec"), path);
+  const DeviceSpec device = parse_device_spec(read_text(path, "device spec"), path);
   GpuSpec spec;
   spec.name = std::filesystem::path(path).stem().string();
   spec.dram_bandwidth_gbs = device.dram_bandwidth_gbs;
@@ -410,7 +410,6 @@ void read_accelerators(const toml::table& root, const toml::table& devices_table
     for (const Design& d : s.designs) any_fpga |= !d.is_gpu;
     if (!any_fpga) fail("{}: key 'designs': FPGA devices but no FPGA design", path);
   }
-
 }
 
 // [topology]: host_gbs per device, [[topology.link]] per device pair. Devices are numbered
@@ -459,8 +458,8 @@ void read_topology(const toml::table& root, const std::string& path, System& s) 
       }
       *ends[e] = static_cast<int>(*v);
     }
-    if (link.a == link.b) fail("{}: {}: key 'devices': a link joins two different devices", path,
-                               where);
+    if (link.a == link.b)
+      fail("{}: {}: key 'devices': a link joins two different devices", path, where);
     if (s.link_between(link.a, link.b) != nullptr) {
       fail("{}: {}: devices {} and {} are linked twice", path, where, link.a, link.b);
     }
@@ -475,8 +474,7 @@ void read_topology(const toml::table& root, const std::string& path, System& s) 
 
 }  // namespace
 
-System parse_system(const std::string& content, const std::string& path,
-                    const ConfigRoots& roots) {
+System parse_system(const std::string& content, const std::string& path, const ConfigRoots& roots) {
   const toml::table root = parse_toml(content, path);
   allow_keys(root,
              {"name", "description", "design_library", "designs", "devices", "bandwidth", "network",
@@ -506,9 +504,8 @@ System parse_system(const std::string& content, const std::string& path,
   const toml::table* bw = root["bandwidth"].as_table();
   if (bw == nullptr) {
     fail("{}: missing table [bandwidth]{}", path,
-         s.cpu_ranks > 0
-             ? fmt::format(" (write it with `orchid calibrate-net --system {}`)", path)
-             : "");
+         s.cpu_ranks > 0 ? fmt::format(" (write it with `orchid calibrate-net --system {}`)", path)
+                         : "");
   }
   allow_keys(*bw, {"intra_group_gbs", "inter_group_gbs", "host_gbs", "route_via_host"}, path,
              "[bandwidth]");

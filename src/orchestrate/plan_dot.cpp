@@ -31,7 +31,8 @@ std::string escape(const std::string& s) {
 std::string op_summary(const std::vector<std::string>& ops, std::size_t most = 6) {
   std::vector<std::pair<std::string, int>> counts;
   for (const std::string& op : ops) {
-    auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == op; });
+    auto it =
+        std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == op; });
     if (it == counts.end())
       counts.emplace_back(op, 1);
     else
@@ -68,8 +69,8 @@ std::string origin_span(const std::vector<std::string>& origins) {
       distinct.push_back(o);
   }
   if (distinct.size() < 2) return origin_summary(distinct);
-  return fmt::format("{} ONNX nodes: {} ... {}", distinct.size(), origin_summary({distinct.front()}),
-                     origin_summary({distinct.back()}));
+  return fmt::format("{} ONNX nodes: {} ... {}", distinct.size(),
+                     origin_summary({distinct.front()}), origin_summary({distinct.back()}));
 }
 
 // Light, clearly different fills for neighbouring kernels (golden-angle hues).
@@ -94,7 +95,8 @@ std::string plan_to_dot(const Orchestration& o, const Plan& plan, std::size_t co
     for (std::size_t v : plan.kernels[k].nodes) {
       for (const std::string& t : g.nodes[v].outputs) {
         const auto& outs = plan.kernels[k].outputs;
-        if (std::find(outs.begin(), outs.end(), t) != outs.end()) written_by.emplace(t, std::pair{k, v});
+        if (std::find(outs.begin(), outs.end(), t) != outs.end())
+          written_by.emplace(t, std::pair{k, v});
       }
     }
   }
@@ -167,8 +169,7 @@ std::string plan_to_dot(const Orchestration& o, const Plan& plan, std::size_t co
   for (std::size_t k = 0; k < kernels;) {
     std::size_t end = k;
     while (end + 1 < kernels && box_of[k] < 0 && box_of[end + 1] < 0 &&
-           kpred[end + 1].size() == 1 && *kpred[end + 1].begin() == end &&
-           ksucc[end].size() == 1) {
+           kpred[end + 1].size() == 1 && *kpred[end + 1].begin() == end && ksucc[end].size() == 1) {
       ++end;
     }
     if (box_of[k] < 0 && end - k + 1 >= min_chain) {

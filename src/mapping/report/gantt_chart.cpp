@@ -107,12 +107,11 @@ std::string render_gantt_svg(const GanttChart& c) {
           "stroke-width=\"1.5\" marker-end=\"url(#arrow)\"/>\n",
           lx, lx + 18, c.kinds[k].colour);
     } else {
-      out += fmt::format(
-          "<rect x=\"{:.1f}\" y=\"{}\" width=\"18\" height=\"{}\" fill=\"{}\"/>\n", lx,
-          c.kinds[k].thin ? 30 : 27, c.kinds[k].thin ? 6 : 12, c.kinds[k].colour);
+      out +=
+          fmt::format("<rect x=\"{:.1f}\" y=\"{}\" width=\"18\" height=\"{}\" fill=\"{}\"/>\n", lx,
+                      c.kinds[k].thin ? 30 : 27, c.kinds[k].thin ? 6 : 12, c.kinds[k].colour);
     }
-    out += fmt::format("<text x=\"{:.1f}\" y=\"37\">{}</text>\n", lx + 24,
-                       escape(c.kinds[k].name));
+    out += fmt::format("<text x=\"{:.1f}\" y=\"37\">{}</text>\n", lx + 24, escape(c.kinds[k].name));
     lx += 24 + kCharWidth * static_cast<double>(c.kinds[k].name.size()) + 18;
   }
 
@@ -133,9 +132,10 @@ std::string render_gantt_svg(const GanttChart& c) {
     const GanttRow& row = c.rows[r];
     const double y = top + static_cast<double>(r) * row_h;
     out += fmt::format("<text x=\"4\" y=\"{:.1f}\">{}</text>\n", y + 16, escape(row.label));
-    out += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{}\" height=\"{}\" "
-                       "fill=\"#f4f4f4\" fill-opacity=\"0.6\"/>\n",
-                       left, y + 2, width, row_h - 4);
+    out += fmt::format(
+        "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{}\" height=\"{}\" "
+        "fill=\"#f4f4f4\" fill-opacity=\"0.6\"/>\n",
+        left, y + 2, width, row_h - 4);
     for (const GanttBar& b : row.bars) {
       const GanttKind& kind = c.kinds[static_cast<std::size_t>(b.kind)];
       const double bx = x(b.start_s);

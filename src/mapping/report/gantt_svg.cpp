@@ -45,13 +45,13 @@ std::string gantt_svg(const Evaluator& ev, const Mapping& m, const Schedule& s) 
   }
   for (const Transfer& t : s.transfers) {
     if (t.end <= t.start) continue;
-    chart.arrows.push_back(
-        {Sent, m.groups[static_cast<std::size_t>(t.from_group)].first_device,
-         m.groups[static_cast<std::size_t>(t.to_group)].first_device, t.start, t.end,
-         fmt::format("{} -> {}: {:.3g} MB, {:.4g}-{:.4g} ms",
-                     w.layers[static_cast<std::size_t>(t.from_layer)].name,
-                     w.layers[static_cast<std::size_t>(t.to_layer)].name, t.bytes / 1e6,
-                     t.start * 1e3, t.end * 1e3)});
+    chart.arrows.push_back({Sent, m.groups[static_cast<std::size_t>(t.from_group)].first_device,
+                            m.groups[static_cast<std::size_t>(t.to_group)].first_device, t.start,
+                            t.end,
+                            fmt::format("{} -> {}: {:.3g} MB, {:.4g}-{:.4g} ms",
+                                        w.layers[static_cast<std::size_t>(t.from_layer)].name,
+                                        w.layers[static_cast<std::size_t>(t.to_layer)].name,
+                                        t.bytes / 1e6, t.start * 1e3, t.end * 1e3)});
   }
   return render_gantt_svg(chart);
 }

@@ -37,10 +37,13 @@ TEST(GanttChart, TicksAreRound) {
 TEST(GanttChart, LabelsLegendAndArrows) {
   GanttChart c;
   c.title = "t";
-  c.kinds = {{"compute", "#0000ff", false}, {"comm", "#ff8800", true}, {"sent", "#cc0000", false},
+  c.kinds = {{"compute", "#0000ff", false},
+             {"comm", "#ff8800", true},
+             {"sent", "#cc0000", false},
              {"never drawn", "#00ff00", false}};
-  c.rows = {{"dev 0", {{0, 0, 0.004, "conv1_wide_enough_name", "tip a"}}},
-            {"dev 1", {{0, 0.0045, 0.0046, "narrow_layer_name", "tip b"}, {1, 0.005, 0.006, "x", "c"}}}};
+  c.rows = {
+      {"dev 0", {{0, 0, 0.004, "conv1_wide_enough_name", "tip a"}}},
+      {"dev 1", {{0, 0.0045, 0.0046, "narrow_layer_name", "tip b"}, {1, 0.005, 0.006, "x", "c"}}}};
   c.arrows = {{2, 0, 1, 0.004, 0.0045, "conv1 -> narrow"}};
   const std::string svg = render_gantt_svg(c);
   // The wide bar carries its layer name; the narrow one only a tooltip.

@@ -110,7 +110,8 @@ TEST(SystemTopology, BadTopologyNamesFileAndKey) {
     EXPECT_NE(msg.find("topo.toml"), std::string::npos) << c.text << ": " << msg;
     EXPECT_NE(msg.find(c.expect), std::string::npos) << c.text << ": " << msg;
   }
-  const std::string table = error_of([] { parse_system("topology = 3\n" + four_fpgas(""), kHere); });
+  const std::string table =
+      error_of([] { parse_system("topology = 3\n" + four_fpgas(""), kHere); });
   EXPECT_NE(table.find("'topology' must be a table"), std::string::npos) << table;
 }
 
@@ -164,9 +165,8 @@ TEST_F(SystemFiles, DevicesByNameOrPathLikeTheDeviceOption) {
             own.designs[own.gpu_designs[0]].gpu.peak_fp32_gflops);
   // Absolute paths, and paths out of the config tree, are refused by name (no
   // ".../devices/abs/path/a100.toml.toml" guesswork).
-  const std::string abs = error_of([&] {
-    load_system(write(kRoot + "/configs/devices/a100.toml"), test::source_configs());
-  });
+  const std::string abs = error_of(
+      [&] { load_system(write(kRoot + "/configs/devices/a100.toml"), test::source_configs()); });
   EXPECT_NE(abs.find("'device'"), std::string::npos) << abs;
   EXPECT_NE(abs.find("absolute"), std::string::npos) << abs;
   const std::string unknown =

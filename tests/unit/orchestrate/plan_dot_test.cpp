@@ -25,8 +25,8 @@ Orchestration orchestrated(const std::string& name) {
 }
 
 struct DotShape {
-  std::set<std::string> nodes;           // declared node ids
-  std::set<std::size_t> cluster_kernels;  // k of each cluster_k
+  std::set<std::string> nodes;                            // declared node ids
+  std::set<std::size_t> cluster_kernels;                  // k of each cluster_k
   std::vector<std::pair<std::size_t, std::size_t>> runs;  // k-range of each collapsed run
   std::vector<std::pair<std::string, std::string>> edges;
   std::vector<std::string> cluster_labels;

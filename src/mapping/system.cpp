@@ -8,6 +8,7 @@
 #include <toml++/toml.h>
 
 #include "cost/device_spec.hpp"
+#include "cost/toml_keys.hpp"
 #include "util/error.hpp"
 #include "util/printable.hpp"
 #include "util/safe_file.hpp"
@@ -49,16 +50,6 @@ constexpr int kMaxDevices = 4096;
 
 std::string read_text(const std::string& path, const char* what) {
   return read_regular_file(path, kMaxConfigBytes, fmt::format("{} file", what));
-}
-
-// Every key a table may hold; anything else (often a misspelling) is an error naming it.
-void allow_keys(const toml::table& t, std::initializer_list<std::string_view> keys,
-                const std::string& path, const std::string& where) {
-  for (const auto& [k, v] : t) {
-    if (std::find(keys.begin(), keys.end(), k.str()) == keys.end()) {
-      fail("{}: {}: unknown key '{}'", path, where, printable(k.str()));
-    }
-  }
 }
 
 toml::table parse_toml(const std::string& text, const std::string& path) {
@@ -217,7 +208,7 @@ Design gpu_design(const GpuSpec& spec) {
 Design cpu_rank_design(const toml::table& t, const std::string& path, const ConfigRoots& roots,
                        int& ranks) {
   const std::string where = "[devices.cpu]";
-  allow_keys(t, {"ranks", "threads", "device", "memory_gb"}, path, where);
+  reject_unknown_keys(t, {"ranks", "threads", "device", "memory_gb"}, path, where);
   ranks = integer(t, "ranks", path, where, 1, kMaxDevices, true, 1);
   const int threads = integer(t, "threads", path, where, 1, 1024, false, 1);
   const std::string device = text(t, "device", path, where, false, "cpu");
@@ -244,7 +235,7 @@ int System::design_index(const std::string& id) const {
 
 std::vector<Design> parse_design_library(const std::string& content, const std::string& path) {
   const toml::table root = parse_toml(content, path);
-  allow_keys(root, {"design"}, path, "design library");
+  reject_unknown_keys(root, {"design"}, path, "design library");
   const toml::array* list = root["design"].as_array();
   if (list == nullptr || list->empty()) fail("{}: no [[design]] tables", path);
   std::vector<Design> out;
@@ -254,10 +245,10 @@ std::vector<Design> parse_design_library(const std::string& content, const std::
     Design d;
     d.id = text(*t, "id", path, fmt::format("design[{}]", i), true);
     const std::string where = fmt::format("design '{}'", printable(d.id));
-    allow_keys(*t,
-               {"id", "type", "supports", "throughput_gops", "freq_mhz", "dram_gb",
-                "weight_fraction", "port_bits", "dtype_bits", "tiling", "power_w"},
-               path, where);
+    reject_unknown_keys(*t,
+                        {"id", "type", "supports", "throughput_gops", "freq_mhz", "dram_gb",
+                         "weight_fraction", "port_bits", "dtype_bits", "tiling", "power_w"},
+                        path, where);
     for (const Design& other : out) {
       if (other.id == d.id) fail("{}: {}: duplicate design id", path, where);
     }
@@ -283,7 +274,7 @@ std::vector<Design> parse_design_library(const std::string& content, const std::
     }
     if (const toml::table* tiling = (*t)["tiling"].as_table()) {
       const std::string tw = where + " tiling";
-      allow_keys(*tiling, {"tm", "tn", "tr", "tc", "tr_in", "tc_in"}, path, tw);
+      reject_unknown_keys(*tiling, {"tm", "tn", "tr", "tc", "tr_in", "tc_in"}, path, tw);
       constexpr int kMaxTile = 1 << 16;
       d.tm = integer(*tiling, "tm", path, tw, 1, kMaxTile);
       d.tn = integer(*tiling, "tn", path, tw, 1, kMaxTile);
@@ -383,7 +374,7 @@ void read_accelerators(const toml::table& root, const toml::table& devices_table
       const toml::table* g = gpus->get(i)->as_table();
       const std::string where = fmt::format("[[devices.gpu]] #{}", i + 1);
       if (g == nullptr) fail("{}: {} is not a table", path, where);
-      allow_keys(*g, {"device", "spec", "name", "count"}, path, where);
+      reject_unknown_keys(*g, {"device", "spec", "name", "count"}, path, where);
       GpuSpec spec;
       if (const toml::table* inline_spec = (*g)["spec"].as_table()) {
         spec = gpu_from_table(*inline_spec, path, where + " spec",
@@ -419,7 +410,7 @@ void read_topology(const toml::table& root, const std::string& path, System& s) 
   if (node == nullptr) return;
   const toml::table* topo = node->as_table();
   if (topo == nullptr) fail("{}: key 'topology' must be a table", path);
-  allow_keys(*topo, {"host_gbs", "link"}, path, "[topology]");
+  reject_unknown_keys(*topo, {"host_gbs", "link"}, path, "[topology]");
   const int n = s.total_devices();
   if (const toml::node* host = topo->get("host_gbs")) {
     const toml::array* list = host->as_array();
@@ -443,7 +434,7 @@ void read_topology(const toml::table& root, const std::string& path, System& s) 
     const std::string where = fmt::format("[[topology.link]] #{}", i + 1);
     const toml::table* t = list->get(i)->as_table();
     if (t == nullptr) fail("{}: {} is not a table", path, where);
-    allow_keys(*t, {"devices", "gbs", "latency_us"}, path, where);
+    reject_unknown_keys(*t, {"devices", "gbs", "latency_us"}, path, where);
     const toml::array* pair = (*t)["devices"].as_array();
     if (pair == nullptr || pair->size() != 2) {
       fail("{}: {}: key 'devices' must be a pair of device indices, e.g. [0, 1]", path, where);
@@ -476,16 +467,16 @@ void read_topology(const toml::table& root, const std::string& path, System& s) 
 
 System parse_system(const std::string& content, const std::string& path, const ConfigRoots& roots) {
   const toml::table root = parse_toml(content, path);
-  allow_keys(root,
-             {"name", "description", "design_library", "designs", "devices", "bandwidth", "network",
-              "options", "baseline", "topology"},
-             path, "system");
+  reject_unknown_keys(root,
+                      {"name", "description", "design_library", "designs", "devices", "bandwidth",
+                       "network", "options", "baseline", "topology"},
+                      path, "system");
   System s;
   s.path = path;
   s.name = text(root, "name", path, "system", false, std::filesystem::path(path).stem().string());
   const toml::table* devices = root["devices"].as_table();
   if (devices == nullptr) fail("{}: missing table [devices]", path);
-  allow_keys(*devices, {"fpga", "gpu", "cpu"}, path, "[devices]");
+  reject_unknown_keys(*devices, {"fpga", "gpu", "cpu"}, path, "[devices]");
   if (const toml::node* cpu = devices->get("cpu")) {
     // A CPU cluster: no design library, every rank is the CPU executor.
     if (cpu->as_table() == nullptr) fail("{}: [devices]: key 'cpu' must be a table", path);
@@ -507,8 +498,8 @@ System parse_system(const std::string& content, const std::string& path, const C
          s.cpu_ranks > 0 ? fmt::format(" (write it with `orchid calibrate-net --system {}`)", path)
                          : "");
   }
-  allow_keys(*bw, {"intra_group_gbs", "inter_group_gbs", "host_gbs", "route_via_host"}, path,
-             "[bandwidth]");
+  reject_unknown_keys(*bw, {"intra_group_gbs", "inter_group_gbs", "host_gbs", "route_via_host"},
+                      path, "[bandwidth]");
   s.intra_group_gbs = positive(*bw, "intra_group_gbs", path, "[bandwidth]");
   s.inter_group_gbs = positive(*bw, "inter_group_gbs", path, "[bandwidth]");
   s.host_gbs = positive(*bw, "host_gbs", path, "[bandwidth]");
@@ -522,8 +513,8 @@ System parse_system(const std::string& content, const std::string& path, const C
   if (const toml::node* n = root.get("network")) {
     const toml::table* net = n->as_table();
     if (net == nullptr) fail("{}: key 'network' must be a table", path);
-    allow_keys(*net, {"ranks", "p2p", "allreduce", "allgather", "reduce_scatter"}, path,
-               "[network]");
+    reject_unknown_keys(*net, {"ranks", "p2p", "allreduce", "allgather", "reduce_scatter"}, path,
+                        "[network]");
     integer(*net, "ranks", path, "[network]", 1, kMaxDevices, false, 1);
     for (const char* kind : {"p2p", "allreduce", "allgather", "reduce_scatter"}) {
       const toml::node* fit = net->get(kind);
@@ -531,7 +522,7 @@ System parse_system(const std::string& content, const std::string& path, const C
       const std::string where = fmt::format("[network.{}]", kind);
       if (!fit->is_table()) fail("{}: {} must be a table", path, where);
       const toml::table& t = *fit->as_table();
-      allow_keys(t, {"gbs", "latency_us", "rms_relative_error"}, path, where);
+      reject_unknown_keys(t, {"gbs", "latency_us", "rms_relative_error"}, path, where);
       positive(t, "gbs", path, where);
       if (number(t, "latency_us", path, where, true) < 0) {
         fail("{}: {}: key 'latency_us' must not be negative", path, where);
@@ -543,7 +534,7 @@ System parse_system(const std::string& content, const std::string& path, const C
   }
   read_topology(root, path, s);
   if (const toml::table* opt = root["options"].as_table()) {
-    allow_keys(*opt, {"overlap"}, path, "[options]");
+    reject_unknown_keys(*opt, {"overlap"}, path, "[options]");
     if (const toml::node* n = opt->get("overlap")) {
       auto v = n->value<bool>();
       if (!v) fail("{}: [options]: key 'overlap' must be true or false", path);
@@ -552,7 +543,7 @@ System parse_system(const std::string& content, const std::string& path, const C
   }
   std::vector<std::string> baseline;
   if (const toml::table* b = root["baseline"].as_table()) {
-    allow_keys(*b, {"designs"}, path, "[baseline]");
+    reject_unknown_keys(*b, {"designs"}, path, "[baseline]");
     baseline = strings(*b, "designs", path, "[baseline]");
   }
   for (const std::string& id : baseline) {

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Writes the benchmark workload case files (configs/workloads/*.toml).
 
-Multi-modal multi-task (MMMT) cases follow the structures listed for H2H-style work in
-shared/reference/multi-accelerator-mapping-notes.md section 7.4 (branch architectures
-built from their public definitions, H2H layer descriptors); VGG-16 is the typical DNN
+Multi-modal multi-task (MMMT) cases follow the structures H2H-style work (H2H, DAC 2022;
+MARS, DAC 2023) evaluates on (branch architectures built from their public definitions,
+H2H layer descriptors); VGG-16 is the typical DNN
 not in the ONNX zoo; h2h_example is the public H2H code's DNN/ExampleDNN.py exactly as
 that code sees it (its duplicate dict keys put M1L13 and M1L15 at positions 3 and 5).
 A 1-D convolution with kernel k over N channels is written as a 1x1 conv over k*N

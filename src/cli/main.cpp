@@ -7,6 +7,8 @@
 #include <exception>
 #include <new>
 
+#include <fmt/format.h>
+
 #include <unistd.h>
 
 #include "cli/commands.hpp"
@@ -57,6 +59,13 @@ int main(int argc, char** argv) {
   } catch (const CLI::Success& e) {  // --help, --version
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    // `orchid frob`: CLI11 would say "A subcommand is required"; name the word and the choices.
+    if (app.get_subcommands().empty() && argc > 1 && argv[1][0] != '-') {
+      std::string names;
+      for (const auto& command : commands) names += (names.empty() ? "" : ", ") + command.first;
+      return report("error", fmt::format("unknown subcommand '{}' (one of: {})", argv[1], names),
+                    kUserErrorExit);
+    }
     return report("error", e.what(), kUserErrorExit);
   }
   try {

@@ -1,21 +1,18 @@
 // `orchid map WORKLOAD --system SYSTEM.toml`: map one inference onto a multi-accelerator
 // system with the two-level GA and compare it with the baselines on the same model.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
 #include "cli/config_dirs.hpp"
 #include "cli/option_checks.hpp"
-#include "cost/cost_model.hpp"
-#include "cost/device_spec.hpp"
-#include "mapping/baselines.hpp"
-#include "mapping/genetic_search.hpp"
-#include "mapping/measured_cpu_cost.hpp"
-#include "mapping/orchestrated_cost.hpp"
-#include "mapping/plan_json.hpp"
+#include "mapping/mapping_run.hpp"
 #include "mapping/report/gantt_svg.hpp"
 #include "mapping/report/mapping_trace.hpp"
-#include "mapping/system.hpp"
-#include "mapping/workload.hpp"
 #include "util/atomic_file.hpp"
 
 namespace orchid::cli {
@@ -43,24 +40,40 @@ std::string reduction(double base, double ours) {
   return fmt::format("{:+.1f} %", (ours - base) / base * 100);
 }
 
-void map(const MapOptions& o) {
+// GA progress goes to stderr, never into the report on stdout: every line on a terminal;
+// in a log or pipe only a line each 10 s, so a long search shows it is alive and a short
+// one prints nothing.
+mapping::ProgressFn progress_on_stderr() {
+  const bool tty = isatty(fileno(stderr)) != 0;
+  using Clock = std::chrono::steady_clock;
+  auto last = std::make_shared<Clock::time_point>(Clock::now());
+  return [tty, last](const std::string& line) {
+    const Clock::time_point now = Clock::now();
+    if (!tty && now - *last < std::chrono::seconds(10)) return;
+    *last = now;
+    fmt::print(stderr, "  {}\n", line);
+  };
+}
+
+void map(const MapOptions& o, const CLI::App& cmd) {
   using namespace orchid::mapping;
-  const System sys = load_system(o.system);
-  const Workload w = load_workload(o.workload, o.batch, config_roots(), o.shapes.import_options());
-  // GPUs are priced by the kernel orchestrator's optimal plan per layer subgraph.
-  const OrchestratedCostProvider orchestrated;
-  const bool orchestrate_gpus = !sys.gpu_designs.empty() && !o.gpu_roofline;
-  const LayerCostProvider& others = orchestrate_gpus
-                                        ? static_cast<const LayerCostProvider&>(orchestrated)
-                                        : default_cost_provider();
-  // CPU-cluster ranks are priced by running each layer shard on the CPU executor.
-  std::unique_ptr<CostModel> cpu_model;
-  std::unique_ptr<MeasuredCpuCostProvider> measured;
-  if (sys.cpu_ranks > 0) {
-    cpu_model = make_analytic_cost_model(load_device_spec("cpu", config_roots()));
-    measured = std::make_unique<MeasuredCpuCostProvider>(*cpu_model, others);
-  }
-  const Evaluator ev(w, sys, measured ? static_cast<const LayerCostProvider&>(*measured) : others);
+  MappingRequest request;
+  request.workload = o.workload;
+  request.import = o.shapes.import_options();
+  request.system = o.system;
+  request.batch = o.batch;
+  request.search.seed = o.seed;
+  request.search.generations = o.generations;
+  request.search.population = o.population;
+  request.search.threads = o.threads;
+  request.search.time_limit_s = o.time_limit;
+  request.gpu_roofline = o.gpu_roofline;
+  MappingRun run(request, config_roots());
+  const System& sys = run.system();
+  refuse_unless(cmd, "--gpu-roofline", !sys.gpu_designs.empty(),
+                fmt::format("system '{}' has no GPU", sys.name));
+  const Workload& w = run.workload();
+  const Evaluator& ev = run.evaluator();
   std::size_t kinds[kLayerKinds] = {};
   for (const Layer& l : w.layers) ++kinds[static_cast<int>(l.kind)];
   fmt::print(
@@ -71,11 +84,16 @@ void map(const MapOptions& o) {
                sys.name, sys.cpu_ranks, sys.designs[0].threads, sys.intra_group_gbs);
   } else {
     fmt::print(
-        "system       {}  ({} FPGA + {} GPU devices, {} designs; GB/s intra {} inter {} host {})\n",
+        "system       {}  ({} FPGA + {} GPU devices, {} designs; GB/s intra {} inter {} host "
+        "{}{})\n",
         sys.name, sys.fpga_devices, sys.gpu_designs.size(), sys.designs.size(), sys.intra_group_gbs,
-        sys.inter_group_gbs, sys.host_gbs);
+        sys.inter_group_gbs, sys.host_gbs,
+        sys.links.empty() && sys.device_host_gbs.empty()
+            ? ""
+            : fmt::format("; topology: {} links{}", sys.links.size(),
+                          sys.device_host_gbs.empty() ? "" : ", host link per device"));
   }
-  if (measured) {
+  if (const MeasuredCpuCostProvider* measured = run.measured()) {
     const MeasuredCpuCostStats st = measured->stats();
     fmt::print(
         "cpu costing  measured on the CPU executor ({} threads per rank): {} layer shards timed, "
@@ -83,8 +101,8 @@ void map(const MapOptions& o) {
         sys.designs[0].threads, st.measured, st.memo_hits, st.fallbacks, st.seconds);
     if (st.fallbacks > 0) fmt::print("  fallback   {}\n", st.first_fallback);
   }
-  if (orchestrate_gpus) {
-    const OrchestratedCostStats st = orchestrated.stats();
+  if (run.orchestrates_gpus()) {
+    const OrchestratedCostStats st = run.orchestrated().stats();
     fmt::print(
         "gpu costing  kernel orchestrator: {} layer subgraphs orchestrated, {} memo hits, {} "
         "roofline fallbacks, {:.2f} s\n",
@@ -93,26 +111,13 @@ void map(const MapOptions& o) {
   } else if (!sys.gpu_designs.empty()) {
     fmt::print("gpu costing  roofline (--gpu-roofline)\n");
   }
-  SearchOptions so;
-  so.seed = o.seed;
-  so.generations = o.generations;
-  so.population = o.population;
-  so.threads = o.threads;
-  so.time_limit_s = o.time_limit;
   // Baselines first: their plans seed the search, so it is never worse than any of them.
-  const H2HResult h2h = h2h_baseline(ev);
-  std::vector<BaselineResult> baselines = {h2h.result, data_parallel_baseline(ev),
-                                           greedy_baseline(ev)};
-  std::vector<std::string> seed_names;
-  for (const BaselineResult& b : baselines) {
-    if (!b.available) continue;
-    so.seed_mappings.push_back(b.mapping);
-    seed_names.push_back(b.name);
-  }
   ProgressFn progress;
-  if (!o.quiet) progress = [](const std::string& line) { fmt::print("  {}\n", line); };
-  const SearchResult r = genetic_search(ev, so, progress);
-  const Schedule s = ev.schedule(r.mapping);
+  if (!o.quiet) progress = progress_on_stderr();
+  run.search(progress);
+  const SearchResult& r = run.result();
+  const Schedule& s = run.schedule();
+  const std::vector<BaselineResult>& baselines = run.baselines();
 
   fmt::print("groups\n");
   std::vector<int> per_group(r.mapping.groups.size(), 0);
@@ -154,13 +159,13 @@ void map(const MapOptions& o) {
       "search time  {:.2f} s   ({} generations, {} placements sharded, {} memo hits, {} local "
       "moves{})\n",
       r.seconds, r.generations, r.inner_runs, r.memo_hits, r.local_moves,
-      r.from_seed_mapping >= 0
-          ? fmt::format("; best is the {} baseline's plan", seed_names[r.from_seed_mapping])
-          : "");
+      run.winning_seed().empty()
+          ? ""
+          : fmt::format("; best is the {} baseline's plan", run.winning_seed()));
   // Both files or neither: contents first, then one atomic step.
   std::vector<std::pair<std::string, std::string>> files;
   if (!o.json.empty()) {
-    files.emplace_back(o.json, plan_to_json(ev, r.mapping, s, baselines, lb, r.seconds));
+    files.emplace_back(o.json, run.to_json());
   }
   if (!o.gantt.empty()) files.emplace_back(o.gantt, gantt_svg(ev, r.mapping, s));
   if (!o.trace.empty()) files.emplace_back(o.trace, mapping_trace(ev, r.mapping, s));
@@ -173,9 +178,11 @@ Action add_map_command(CLI::App& app) {
   auto options = std::make_shared<MapOptions>();
   CLI::App* cmd = app.add_subcommand(
       "map", "Map a workload onto a multi-accelerator system (two-level GA vs baselines)");
+  cmd->option_defaults()->always_capture_default();  // --help shows every default
   cmd->add_option("workload", options->workload, ".onnx file, case file or benchmark case name")
       ->required();
-  cmd->add_option("--system", options->system, "system description (configs/systems/*.toml)")
+  cmd->add_option("--system", options->system,
+                  "system: a name in configs/systems (fpga4) or a .toml path")
       ->required();
   cmd->add_option("--batch", options->batch, "batch size of the inference")
       ->check(in_range(1, 1 << 20));
@@ -194,10 +201,12 @@ Action add_map_command(CLI::App& app) {
       ->check(in_range(0, kMaxThreads));
   cmd->add_option("--time-limit", options->time_limit, "stop the search after this many seconds")
       ->check(in_range(0.001, 1e6));
-  cmd->add_flag("--quiet", options->quiet, "no per-generation progress lines");
+  cmd->add_flag("--quiet", options->quiet,
+                "no search progress on stderr (shown on a terminal, or every 10 s of a long "
+                "search)");
   cmd->add_flag("--gpu-roofline", options->gpu_roofline,
                 "price GPU layers by the roofline instead of the kernel orchestrator");
-  return [options]() { map(*options); };
+  return [options, cmd]() { map(*options, *cmd); };
 }
 
 }  // namespace orchid::cli

@@ -35,10 +35,21 @@ struct OrchestrateCliOptions {
   bool static_part = false;
 };
 
-void orchestrate_command(const OrchestrateCliOptions& o) {
+// What the table and messages call a plan: a time-limited BLP that stopped short of proof
+// found the best plan it could, not a proven optimum.
+std::string plan_label(const Orchestration& result, const Plan& plan) {
+  if (&plan != &result.optimal || result.stats.proven_optimal) return plan.kind;
+  return fmt::format("best found (gap {:.2f} %)", 100 * result.stats.blp_gap);
+}
+
+void orchestrate_command(const OrchestrateCliOptions& o, const CLI::App& cmd) {
+  refuse_without_any(cmd, "--plan-kind", {"--json", "--dot"});
   const auto start = std::chrono::steady_clock::now();
   LoadedModel loaded = load_model(o.model.model, o.model.import_options());
-  if (const Node* dynamic = loaded.graph.first_dynamic_node(); dynamic && o.static_part) {
+  const Node* dynamic = loaded.graph.first_dynamic_node();
+  refuse_unless(cmd, "--static-part", dynamic != nullptr,
+                fmt::format("'{}' has no data-dependent shapes", o.model.model));
+  if (dynamic && o.static_part) {
     const std::size_t all = loaded.graph.nodes.size();
     loaded.graph = static_part(loaded.graph);
     fmt::print(
@@ -80,16 +91,17 @@ void orchestrate_command(const OrchestrateCliOptions& o) {
              s.proven_optimal ? "proven optimal" : "time limit reached");
   fmt::print("time         enumerate {:.2f} s, cost {:.2f} s, solve {:.2f} s, total {:.2f} s\n",
              s.enumerate_seconds, s.cost_seconds, s.solve_seconds, total);
-  fmt::print("\n{:<16} {:>8} {:>14} {:>10} {:>12}\n", "plan", "kernels", "latency (us)", "speedup",
+  fmt::print("\n{:<26} {:>8} {:>14} {:>10} {:>12}\n", "plan", "kernels", "latency (us)", "speedup",
              "arena");
   const Plan* plans[] = {&result.optimal, &result.greedy, &result.operator_level,
                          &result.per_primitive};
   for (const Plan* p : plans) {
-    fmt::print("{:<16} {:>8} {:>14.2f} {:>9.3f}x {:>12}\n", p->kind, p->kernels.size(), p->total_us,
-               p->total_us / result.optimal.total_us,
+    fmt::print("{:<26} {:>8} {:>14.2f} {:>9.3f}x {:>12}\n", plan_label(result, *p),
+               p->kernels.size(), p->total_us, p->total_us / result.optimal.total_us,
                human_bytes(static_cast<double>(p->arena_bytes)));
   }
-  fmt::print("(speedup = that plan's latency / optimal latency{})\n",
+  fmt::print("(speedup = that plan's latency / {} latency{})\n",
+             s.proven_optimal ? "optimal" : "best found",
              o.cost.profile ? "; latencies are sums of measured kernel times" : "");
   report_measured_costs(*cost_model, o.cost, o.model.model);
   const Plan& chosen = plan_of_kind(result, o.plan_kind);
@@ -98,7 +110,8 @@ void orchestrate_command(const OrchestrateCliOptions& o) {
   if (!o.json.empty()) files.emplace_back(o.json, plan_to_json(result, chosen, o.model.model));
   if (!o.dot.empty()) files.emplace_back(o.dot, plan_to_dot(result, chosen));
   write_files_atomically(files);
-  for (const auto& [path, content] : files) fmt::print("wrote {} ({} plan)\n", path, chosen.kind);
+  for (const auto& [path, content] : files)
+    fmt::print("wrote {} ({} plan)\n", path, plan_label(result, chosen));
 }
 
 }  // namespace
@@ -131,7 +144,7 @@ Action add_orchestrate_command(CLI::App& app) {
   cmd->add_flag("--static-part", o->static_part,
                 "For a model with data-dependent shapes (detection post-processing): "
                 "orchestrate the nodes before them");
-  return [o] { orchestrate_command(*o); };
+  return [o, cmd] { orchestrate_command(*o, *cmd); };
 }
 
 }  // namespace orchid::cli

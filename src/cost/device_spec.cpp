@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <set>
 
+#include "cost/toml_keys.hpp"
 #include "util/error.hpp"
 #include "util/safe_file.hpp"
 
@@ -87,10 +88,8 @@ class TableReader {
   }
 
   void reject_unknown_keys() const {
-    for (const auto& [k, v] : table_) {
-      const std::string key(k.str());
-      if (!used_.count(key)) fail("{}: unknown key '{}'", where(v), key_name(key));
-    }
+    orchid::reject_unknown_keys(
+        table_, [&](const std::string& key) { return used_.count(key) > 0; }, file_, "", prefix_);
   }
 
   std::string where(const toml::node& node) const {
@@ -188,15 +187,6 @@ DeviceSpec parse_device_spec(const std::string& content, const std::string& file
   top.reject_unknown_keys();
   return spec;
 }
-
-namespace {
-
-bool looks_like_path(const std::string& s) {
-  return s.find('/') != std::string::npos ||
-         (s.size() > 5 && s.compare(s.size() - 5, 5, ".toml") == 0);
-}
-
-}  // namespace
 
 std::vector<std::string> available_devices(const ConfigRoots& roots) {
   return roots.names_in("devices", ".toml");

@@ -4,56 +4,24 @@
 
 #include <fmt/format.h>
 
+#include "mapping/report/gantt_chart.hpp"
+
 namespace orchid::distributed {
-
-namespace {
-
-std::string escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '<')
-      out += "&lt;";
-    else if (c == '>')
-      out += "&gt;";
-    else if (c == '&')
-      out += "&amp;";
-    else if (c == '"')
-      out += "&quot;";
-    else
-      out += c;
-  }
-  return out;
-}
-
-}  // namespace
 
 std::string timeline_svg(const MappingPlan& plan, const DistributedRun& run,
                          const mapping::Workload& w) {
+  enum Kind { Predicted, Compute, Receive, Send };
+  mapping::GanttChart chart;
+  chart.title =
+      fmt::format("{}: predicted {:.4g} ms vs measured {:.4g} ms (inference 0)", plan.path,
+                  plan.latency_s * 1e3, run.latency_s.empty() ? 0 : run.latency_s[0] * 1e3);
+  chart.kinds = {{"predicted layer", "#a8a8a8", false},
+                 {"measured compute", "#4878d0", false},
+                 {"receive", "#ee854a", true},
+                 {"send", "#50a050", true}};
+  chart.end_s = plan.latency_s;
   const int ranks = plan.devices();
-  double end = plan.latency_s;
-  for (const TimedEvent& e : run.events) {
-    if (e.inference == 0) end = std::max(end, e.end_s);
-  }
-  end = std::max(end, 1e-9);
-  const double left = 170, width = 900, row = 22;
-  const double height = 40 + row * 2 * ranks + 30;
-  auto x = [&](double t) { return left + t / end * width; };
-  std::string out = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
-      "font-family=\"sans-serif\" font-size=\"11\">\n",
-      left + width + 40, height);
-  out += fmt::format(
-      "<text x=\"4\" y=\"16\">{}: predicted {:.3f} ms (grey) vs measured {:.3f} ms, inference 0 "
-      "(blue compute, orange receive, green send)</text>\n",
-      escape(plan.path), plan.latency_s * 1e3, run.latency_s.empty() ? 0 : run.latency_s[0] * 1e3);
-  auto bar = [&](double y, double a, double b, const char* colour, const std::string& tip) {
-    out += fmt::format(
-        "<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"{}\" "
-        "stroke=\"white\" stroke-width=\"0.3\"><title>{}</title></rect>\n",
-        x(a), y, std::max(0.5, x(b) - x(a)), row - 6, colour, escape(tip));
-  };
   for (int r = 0; r < ranks; ++r) {
-    const double yp = 30 + row * 2 * r, ym = yp + row;
     int group = 0;
     for (std::size_t g = 0; g < plan.groups.size(); ++g) {
       if (r >= plan.groups[g].first_device &&
@@ -61,30 +29,27 @@ std::string timeline_svg(const MappingPlan& plan, const DistributedRun& run,
         group = static_cast<int>(g);
       }
     }
-    out += fmt::format("<text x=\"4\" y=\"{}\">rank {} G{} predicted</text>\n", yp + 12, r, group);
-    out += fmt::format("<text x=\"4\" y=\"{}\">rank {} measured</text>\n", ym + 12, r);
+    mapping::GanttRow predicted{fmt::format("rank {} G{} predicted", r, group), {}};
     for (std::size_t l = 0; l < plan.layers.size(); ++l) {
       if (plan.layers[l].group != group) continue;
-      bar(yp, plan.layers[l].start_s, plan.layers[l].finish_s, "#b0b0b0",
-          fmt::format("{} ({})", w.layers[l].name,
-                      mapping::strategy_name(plan.layers[l].sharding)));
+      predicted.bars.push_back({Predicted, plan.layers[l].start_s, plan.layers[l].finish_s,
+                                w.layers[l].name,
+                                fmt::format("{} ({})", w.layers[l].name,
+                                            mapping::strategy_name(plan.layers[l].sharding))});
     }
+    mapping::GanttRow measured{fmt::format("rank {} measured", r), {}};
     for (const TimedEvent& e : run.events) {
       if (e.rank != r || e.inference != 0) continue;
-      const char* colour = e.kind == "compute" ? "#4878cf"
-                           : e.kind == "recv"  ? "#f0a030"
-                                               : "#50a050";
-      const std::string layer = e.layer >= 0 ? w.layers[e.layer].name : "";
-      bar(ym, e.start_s, e.end_s, colour, fmt::format("{} {} {}", e.kind, layer, e.how));
+      const Kind kind = e.kind == "compute" ? Compute : e.kind == "recv" ? Receive : Send;
+      const std::string layer =
+          e.layer >= 0 ? w.layers[static_cast<std::size_t>(e.layer)].name : "";
+      measured.bars.push_back(
+          {kind, e.start_s, e.end_s, layer, fmt::format("{} {} {}", e.kind, layer, e.how)});
     }
+    chart.rows.push_back(std::move(predicted));
+    chart.rows.push_back(std::move(measured));
   }
-  const double axis = 30 + row * 2 * ranks + 14;
-  for (int i = 0; i <= 4; ++i) {
-    out += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{:.3g}</text>\n",
-                       x(end * i / 4), axis, end * i / 4 * 1e3);
-  }
-  out += fmt::format("<text x=\"{}\" y=\"{}\">ms</text>\n</svg>\n", left + width + 4, axis);
-  return out;
+  return mapping::render_gantt_svg(chart);
 }
 
 }  // namespace orchid::distributed

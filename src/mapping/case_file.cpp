@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include "cost/toml_keys.hpp"
 #include "util/error.hpp"
 #include "util/printable.hpp"
 #include "util/safe_file.hpp"
@@ -51,15 +52,6 @@ std::int64_t get_int(const toml::table& t, const char* key, const std::string& p
   return *v;
 }
 
-void allow_keys(const toml::table& t, std::initializer_list<std::string_view> keys,
-                const std::string& path, const std::string& where) {
-  for (const auto& [k, v] : t) {
-    if (std::find(keys.begin(), keys.end(), k.str()) == keys.end()) {
-      fail("{}: {}: unknown key '{}'", path, where, printable(k.str()));
-    }
-  }
-}
-
 // A string key: `fallback` when absent, an error when present but not a string.
 std::string get_string(const toml::table& t, const char* key, const std::string& path,
                        const std::string& where, const std::string& fallback) {
@@ -72,7 +64,7 @@ std::string get_string(const toml::table& t, const char* key, const std::string&
 
 Layer parse_layer(const toml::table& lt, const std::string& path, const std::string& where,
                   int modality, int index, std::int64_t batch) {
-  allow_keys(
+  reject_unknown_keys(
       lt,
       {"name", "type", "M", "N", "R", "C", "K", "S", "P", "G", "Hidden", "Dimen", "Iter", "elems"},
       path, where);
@@ -131,7 +123,7 @@ Workload parse_case(const std::string& content, const std::string& path, std::in
   }
   if (batch < 1 || batch > kMaxDim)
     fail("{}: batch must lie in [1, {}], got {}", path, kMaxDim, batch);
-  allow_keys(root, {"name", "description", "modality", "edge"}, path, "workload");
+  reject_unknown_keys(root, {"name", "description", "modality", "edge"}, path, "workload");
   Workload w;
   w.name = get_string(root, "name", path, "top level", std::filesystem::path(path).stem().string());
   w.batch = batch;
@@ -143,7 +135,7 @@ Workload parse_case(const std::string& content, const std::string& path, std::in
   for (std::size_t mi = 0; mi < mods->size(); ++mi) {
     const toml::table* mt = mods->get(mi)->as_table();
     if (mt == nullptr) fail("{}: key 'modality': modality[{}] is not a table", path, mi);
-    allow_keys(*mt, {"name", "layers"}, path, fmt::format("modality[{}]", mi + 1));
+    reject_unknown_keys(*mt, {"name", "layers"}, path, fmt::format("modality[{}]", mi + 1));
     const toml::array* layers = (*mt)["layers"].as_array();
     if (layers == nullptr) fail("{}: modality[{}]: missing key 'layers'", path, mi);
     int prev = -1;
@@ -171,7 +163,7 @@ Workload parse_case(const std::string& content, const std::string& path, std::in
       const toml::table* e = edges->get(i)->as_table();
       const std::string where = fmt::format("edge[{}]", i);
       if (e == nullptr) fail("{}: key 'edge': {} is not a table", path, where);
-      allow_keys(*e, {"from", "to"}, path, where);
+      reject_unknown_keys(*e, {"from", "to"}, path, where);
       const std::string from = get_string(*e, "from", path, where, "");
       const std::string to = get_string(*e, "to", path, where, "");
       if (!by_name.count(from)) {

@@ -173,14 +173,48 @@ double Evaluator::lower_bound() const {
   return work / std::max(1, system_.total_devices());
 }
 
-double Evaluator::transfer_seconds(double bytes, int from_group, int to_group) const {
-  if (from_group == to_group) return 0;
+double Evaluator::host_gbs(const Group& group) const {
+  if (system_.device_host_gbs.empty()) return system_.host_gbs;
+  double gbs = std::numeric_limits<double>::infinity();
+  for (int d = group.first_device; d < group.first_device + group.size; ++d) {
+    gbs = std::min(gbs, system_.host_gbs_of(d));
+  }
+  return gbs;
+}
+
+double Evaluator::ring_gbs(const Group& group) const {
+  if (system_.links.empty() || group.size < 2) return system_.intra_group_gbs;
+  double gbs = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < group.size; ++i) {
+    const int a = group.first_device + i;
+    const int b = group.first_device + (i + 1) % group.size;
+    if (a == b) continue;
+    const Link* link = system_.link_between(a, b);
+    gbs = std::min(gbs, link ? link->gbs : system_.intra_group_gbs);
+  }
+  return gbs;
+}
+
+double Evaluator::transfer_seconds(double bytes, const Group& from, const Group& to) const {
+  if (from.first_device == to.first_device) return 0;
   if (system_.cpu_ranks > 0) {  // leader to leader, one message per sample
     const CpuNetwork& net = system_.cpu_network;
     return static_cast<double>(workload_.batch) * net.latency_s + bytes / (net.gbs * 1e9);
   }
-  if (system_.route_via_host) return 2.0 * bytes / (system_.host_gbs * 1e9);
-  return bytes / (system_.inter_group_gbs * 1e9);
+  if (system_.route_via_host) {
+    return bytes / (host_gbs(from) * 1e9) + bytes / (host_gbs(to) * 1e9);
+  }
+  double best = std::numeric_limits<double>::infinity();
+  for (const Link& l : system_.links) {
+    const bool a_from = l.a >= from.first_device && l.a < from.first_device + from.size;
+    const bool b_from = l.b >= from.first_device && l.b < from.first_device + from.size;
+    const bool a_to = l.a >= to.first_device && l.a < to.first_device + to.size;
+    const bool b_to = l.b >= to.first_device && l.b < to.first_device + to.size;
+    if ((a_from && b_to) || (b_from && a_to)) {
+      best = std::min(best, l.latency_us * 1e-6 + bytes / (l.gbs * 1e9));
+    }
+  }
+  return std::isfinite(best) ? best : bytes / (system_.inter_group_gbs * 1e9);
 }
 
 double Evaluator::makespan(const Mapping& mapping) const {
@@ -233,6 +267,7 @@ double Evaluator::run(const Mapping& m, Schedule* out) const {
     out->devices.assign(system_.total_devices(), {});
     out->start.assign(layers, 0);
     out->finish.assign(layers, 0);
+    out->transfers.clear();
   }
   double makespan = 0;
   for (int l : order_) {
@@ -247,24 +282,27 @@ double Evaluator::run(const Mapping& m, Schedule* out) const {
     double reshard = 0;
     // CPU clusters: every rank holds the inputs; results return to each layer's leader.
     const bool cpu = system_.cpu_ranks > 0;
-    if (layer.preds.empty() && !cpu) {
-      ready = layer.input_elements() * bpe / (system_.host_gbs * 1e9);
-    }
+    const double host = host_gbs(grp);
+    const double ring = ring_gbs(grp);
+    if (layer.preds.empty() && !cpu) ready = layer.input_elements() * bpe / (host * 1e9);
     for (int u : layer.preds) {
       const double bytes = workload_.layers[u].output_elements() * bpe;
       if (m.group_of[u] == g) {
         ready = std::max(ready, finish[u]);
-        if (!cpu) reshard += reshard_seconds(layout[u], need, bytes, p, system_.intra_group_gbs);
+        if (!cpu) reshard += reshard_seconds(layout[u], need, bytes, p, ring);
       } else {
-        ready = std::max(ready, finish[u] + transfer_seconds(bytes, m.group_of[u], g));
+        const double arrive = finish[u] + transfer_seconds(bytes, m.groups[m.group_of[u]], grp);
+        ready = std::max(ready, arrive);
+        if (out) out->transfers.push_back({u, l, m.group_of[u], g, bytes, finish[u], arrive});
       }
     }
     const double t0 = std::max(ready, free_at[g]);
     double comp = compute_seconds(l, grp.design, p, s);
     if (comp < 0) comp = kInfeasible;
     const double wbytes = shard_weight_elements(layer, s, p) * bpe;
-    const double weights = resident[l] ? 0 : wbytes / (system_.host_gbs * 1e9);
-    const double comm = comm_seconds(l, p, s) + reshard;
+    const double weights = resident[l] ? 0 : wbytes / (host * 1e9);
+    // The table's collectives ran at the global intra-group figure; they scale with 1/bw.
+    const double comm = comm_seconds(l, p, s) * (system_.intra_group_gbs / ring) + reshard;
     // Memory per device: this layer's weight shard and activations must fit in DRAM.
     const int ways = s == Strategy::None ? 1 : p;
     const double act = (layer.input_elements() + layer.output_elements()) * bpe / ways;
@@ -280,9 +318,7 @@ double Evaluator::run(const Mapping& m, Schedule* out) const {
     free_at[g] = t1;
     layout[l] = output_layout(s, p);
     double end = t1;
-    if (layer.succs.empty() && !cpu) {
-      end += layer.output_elements() * bpe / (system_.host_gbs * 1e9);
-    }
+    if (layer.succs.empty() && !cpu) end += layer.output_elements() * bpe / (host * 1e9);
     makespan = std::max(makespan, end);
     if (out) {
       out->start[l] = t0;

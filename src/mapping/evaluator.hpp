@@ -34,6 +34,17 @@ struct Interval {
   Kind kind = Kind::Compute;
 };
 
+// An activation sent from one group to another (the Gantt chart's arrows).
+struct Transfer {
+  int from_layer = 0;
+  int to_layer = 0;
+  int from_group = 0;
+  int to_group = 0;
+  double bytes = 0;
+  double start = 0;  // the producer's finish
+  double end = 0;    // arrival at the consumer's group
+};
+
 struct Schedule {
   double makespan = 0;
   bool feasible = true;
@@ -42,6 +53,7 @@ struct Schedule {
   std::vector<bool> resident;                  // weights kept in device DRAM
   std::vector<Strategy> strategy;              // effective strategy per layer
   std::vector<std::vector<Interval>> devices;  // per device
+  std::vector<Transfer> transfers;             // between groups, in scheduling order
 };
 
 // Penalty makespan of a mapping that breaks a constraint (unsupported layer, memory).
@@ -71,7 +83,14 @@ class Evaluator {
   const Workload& workload() const { return workload_; }
   const System& system() const { return system_; }
   const std::vector<int>& order() const { return order_; }  // list-scheduling priority
-  double transfer_seconds(double bytes, int from_group, int to_group) const;
+  // Activations from one group to another: the fastest [[topology.link]] between a member
+  // of each (its latency plus bytes over its bandwidth), else the global inter-group
+  // figure; through the host, each group's slowest host link.
+  double transfer_seconds(double bytes, const Group& from, const Group& to) const;
+  // A group's slowest member link to the host, and the slowest link of its ring (members
+  // in order, the last back to the first) that collectives run over.
+  double host_gbs(const Group& group) const;
+  double ring_gbs(const Group& group) const;
   double bytes_per_element() const { return 4.0; }
 
  private:

@@ -27,17 +27,17 @@ int supporting_group(const Evaluator& ev, const std::vector<Group>& groups, int 
 std::vector<Strategy> greedy_sharding(const Evaluator& ev, const Mapping& m) {
   const Workload& w = ev.workload();
   const double bpe = ev.bytes_per_element();
-  const double bw = ev.system().intra_group_gbs;
   std::vector<Strategy> out(w.layers.size(), Strategy::None);
   std::vector<Layout> layout(w.layers.size(), Layout::Single);
   for (int l : ev.order()) {
     const Group& g = m.groups[m.group_of[l]];
+    const double bw = ev.ring_gbs(g);
     double best = -1;
     for (int si = 0; si < kStrategies; ++si) {
       const Strategy s = static_cast<Strategy>(si);
       const double comp = ev.compute_seconds(l, g.design, g.size, s);
       if (comp < 0) continue;
-      double t = comp + ev.comm_seconds(l, g.size, s);
+      double t = comp + ev.comm_seconds(l, g.size, s) * (ev.system().intra_group_gbs / bw);
       for (int u : w.layers[l].preds) {
         if (m.group_of[u] != m.group_of[l]) continue;
         t += reshard_seconds(layout[u], input_layout(s, g.size),

@@ -7,9 +7,10 @@ namespace orchid::mapping {
 
 MappingRun::MappingRun(const MappingRequest& request, const ConfigRoots& roots)
     : request_(request),
-      workload_(load_workload(request.workload, request.batch, roots)),
-      system_(request.system_text.empty() ? load_system(request.system)
-                                          : parse_system(request.system_text, request.system)) {
+      workload_(load_workload(request.workload, request.batch, roots, request.import)),
+      system_(request.system_text.empty()
+                  ? load_system(find_system(request.system, roots), roots)
+                  : parse_system(request.system_text, request.system, roots)) {
   orchestrate_gpus_ = !system_.gpu_designs.empty() && !request.gpu_roofline;
   const LayerCostProvider& others = orchestrate_gpus_
                                         ? static_cast<const LayerCostProvider&>(orchestrated_)

@@ -21,7 +21,8 @@ namespace orchid::mapping {
 
 struct MappingRequest {
   std::string workload;  // .onnx file, case file or benchmark case name
-  std::string system;    // system TOML path
+  ImportOptions import;  // input shapes and symbolic dims of an .onnx workload
+  std::string system;    // a name in the config roots' systems/, or a system TOML path
   // When not empty, the system file's content; `system` then only names it and anchors
   // its relative paths (design library, devices).
   std::string system_text;

@@ -12,6 +12,8 @@ std::string plan_to_json(const Evaluator& ev, const Mapping& m, const Schedule& 
   const System& sys = ev.system();
   const Workload& w = ev.workload();
   json j;
+  j["format"] = "orchid-mapping";  // docs/mapping_format.md
+  j["version"] = 1;
   j["workload"] = w.name;
   j["batch"] = w.batch;
   j["system"] = sys.name;
@@ -49,6 +51,16 @@ std::string plan_to_json(const Evaluator& ev, const Mapping& m, const Schedule& 
                      {"end_s", iv.end}});
     }
     j["devices"].push_back(dev);
+  }
+  j["transfers"] = json::array();
+  for (const Transfer& t : s.transfers) {
+    j["transfers"].push_back({{"from_layer", w.layers[t.from_layer].name},
+                              {"to_layer", w.layers[t.to_layer].name},
+                              {"from_group", t.from_group},
+                              {"to_group", t.to_group},
+                              {"bytes", t.bytes},
+                              {"start_s", t.start},
+                              {"end_s", t.end}});
   }
   j["baselines"] = json::array();
   for (const BaselineResult& b : baselines) {

@@ -7,6 +7,8 @@
 
 #include <toml++/toml.h>
 
+#include "cost/device_spec.hpp"
+#include "cost/toml_keys.hpp"
 #include "util/error.hpp"
 #include "util/printable.hpp"
 #include "util/safe_file.hpp"
@@ -48,16 +50,6 @@ constexpr int kMaxDevices = 4096;
 
 std::string read_text(const std::string& path, const char* what) {
   return read_regular_file(path, kMaxConfigBytes, fmt::format("{} file", what));
-}
-
-// Every key a table may hold; anything else (often a misspelling) is an error naming it.
-void allow_keys(const toml::table& t, std::initializer_list<std::string_view> keys,
-                const std::string& path, const std::string& where) {
-  for (const auto& [k, v] : t) {
-    if (std::find(keys.begin(), keys.end(), k.str()) == keys.end()) {
-      fail("{}: {}: unknown key '{}'", path, where, printable(k.str()));
-    }
-  }
 }
 
 toml::table parse_toml(const std::string& text, const std::string& path) {
@@ -154,12 +146,32 @@ std::string resolve(const std::string& base_file, const std::string& relative,
                        fmt::format("{}: key '{}'", base_file, key));
 }
 
-// A device is named, not pathed: it must be a file in the config tree's devices/.
-void check_device_name(const std::string& dev, const std::string& path, const std::string& where) {
-  if (dev.empty() || dev.find_first_of("/\\") != std::string::npos || dev[0] == '.') {
-    fail("{}: {}: key 'device' must be a device name (a file in devices/), got '{}'", path, where,
+// A system's `device`, resolved like `--device`: a path (relative to the system file, kept
+// inside its config tree like every file a system names) or a name, looked up as
+// devices/<name>.toml in the system's own config tree, then in the caller's config roots.
+std::string resolve_device(const std::string& dev, const std::string& path,
+                           const std::string& where, const ConfigRoots& roots) {
+  namespace fs = std::filesystem;
+  if (dev.empty()) fail("{}: {}: key 'device' is empty", path, where);
+  if (looks_like_path(dev)) return resolve(path, dev, "device");
+  if (dev[0] == '.' || dev.find('\\') != std::string::npos) {
+    fail("{}: {}: key 'device': '{}' is neither a device name nor a .toml path", path, where,
          printable(dev));
   }
+  const std::string relative = "../devices/" + dev + ".toml";
+  std::error_code ec;
+  if (fs::is_regular_file(fs::path(path).parent_path() / relative, ec)) {
+    return resolve(path, relative, "device");
+  }
+  if (const auto found = roots.find(fs::path("devices") / (dev + ".toml"))) return found->string();
+  std::string list;
+  for (const std::string& n : roots.names_in("devices", ".toml")) {
+    list += (list.empty() ? "" : ", ") + n;
+  }
+  fail(
+      "{}: {}: unknown device '{}' (no devices/{}.toml beside the system's folder or in the "
+      "config roots {}); available: {}",
+      path, where, printable(dev), printable(dev), roots.describe(), list.empty() ? "none" : list);
 }
 
 GpuSpec gpu_from_table(const toml::table& t, const std::string& path, const std::string& where,
@@ -193,18 +205,18 @@ Design gpu_design(const GpuSpec& spec) {
 
 // [devices.cpu]: ranks running the CPU executor with `threads` threads each; `device`
 // names the CPU's spec in configs/devices (default "cpu") for the roofline fallback.
-Design cpu_rank_design(const toml::table& t, const std::string& path, int& ranks) {
+Design cpu_rank_design(const toml::table& t, const std::string& path, const ConfigRoots& roots,
+                       int& ranks) {
   const std::string where = "[devices.cpu]";
-  allow_keys(t, {"ranks", "threads", "device", "memory_gb", "cores"}, path, where);
+  reject_unknown_keys(t, {"ranks", "threads", "device", "memory_gb", "cores"}, path, where);
   ranks = integer(t, "ranks", path, where, 1, kMaxDevices, true, 1);
   const int threads = integer(t, "threads", path, where, 1, 1024, false, 1);
   const std::string device = text(t, "device", path, where, false, "cpu");
-  check_device_name(device, path, where);
-  Design d = gpu_design(load_gpu_spec(resolve(path, "../devices/" + device + ".toml", "device")));
+  Design d = gpu_design(load_gpu_spec(resolve_device(device, path, where, roots)));
   d.is_gpu = false;
   d.is_cpu = true;
   d.threads = static_cast<int>(threads);
-  d.id = fmt::format("cpu:{}x{}", device, d.threads);
+  d.id = fmt::format("cpu:{}x{}", d.gpu.name, d.threads);
   d.type = "CPU";
   d.dram_gb = positive(t, "memory_gb", path, where, false, 16);
   d.weight_fraction = 1;
@@ -239,7 +251,7 @@ int System::design_index(const std::string& id) const {
 
 std::vector<Design> parse_design_library(const std::string& content, const std::string& path) {
   const toml::table root = parse_toml(content, path);
-  allow_keys(root, {"design"}, path, "design library");
+  reject_unknown_keys(root, {"design"}, path, "design library");
   const toml::array* list = root["design"].as_array();
   if (list == nullptr || list->empty()) fail("{}: no [[design]] tables", path);
   std::vector<Design> out;
@@ -249,10 +261,10 @@ std::vector<Design> parse_design_library(const std::string& content, const std::
     Design d;
     d.id = text(*t, "id", path, fmt::format("design[{}]", i), true);
     const std::string where = fmt::format("design '{}'", printable(d.id));
-    allow_keys(*t,
-               {"id", "type", "supports", "throughput_gops", "freq_mhz", "dram_gb",
-                "weight_fraction", "port_bits", "dtype_bits", "tiling", "power_w"},
-               path, where);
+    reject_unknown_keys(*t,
+                        {"id", "type", "supports", "throughput_gops", "freq_mhz", "dram_gb",
+                         "weight_fraction", "port_bits", "dtype_bits", "tiling", "power_w"},
+                        path, where);
     for (const Design& other : out) {
       if (other.id == d.id) fail("{}: {}: duplicate design id", path, where);
     }
@@ -278,7 +290,7 @@ std::vector<Design> parse_design_library(const std::string& content, const std::
     }
     if (const toml::table* tiling = (*t)["tiling"].as_table()) {
       const std::string tw = where + " tiling";
-      allow_keys(*tiling, {"tm", "tn", "tr", "tc", "tr_in", "tc_in"}, path, tw);
+      reject_unknown_keys(*tiling, {"tm", "tn", "tr", "tc", "tr_in", "tc_in"}, path, tw);
       constexpr int kMaxTile = 1 << 16;
       d.tm = integer(*tiling, "tm", path, tw, 1, kMaxTile);
       d.tn = integer(*tiling, "tn", path, tw, 1, kMaxTile);
@@ -311,51 +323,49 @@ std::vector<Design> load_design_library(const std::string& path) {
 }
 
 GpuSpec load_gpu_spec(const std::string& path) {
-  const toml::table root = parse_toml(read_text(path, "device spec"), path);
-  const std::string name = std::filesystem::path(path).stem().string();
-  // Device files may keep the figures at top level or under [device].
-  const toml::table* t = root["device"].as_table();
-  if (t == nullptr || t->get("dram_bandwidth_gbs") == nullptr) t = &root;
-  GpuSpec spec = gpu_from_table(*t, path, "device", name);
+  // The full device file, checked key by key as `--device` checks it.
+  const DeviceSpec device = parse_device_spec(read_text(path, "device spec"), path);
+  GpuSpec spec;
+  spec.name = std::filesystem::path(path).stem().string();
+  spec.dram_bandwidth_gbs = device.dram_bandwidth_gbs;
+  spec.peak_fp32_gflops = device.peak_fp32_gflops;
+  spec.launch_overhead_us = device.launch_overhead_us;
   spec.spec_path = path;
   return spec;
 }
 
-System parse_system(const std::string& content, const std::string& path) {
-  const toml::table root = parse_toml(content, path);
-  allow_keys(root,
-             {"name", "description", "design_library", "designs", "devices", "bandwidth", "network",
-              "options", "baseline"},
-             path, "system");
-  System s;
-  s.path = path;
-  s.name = text(root, "name", path, "system", false, std::filesystem::path(path).stem().string());
-  const toml::table* devices = root["devices"].as_table();
-  if (devices == nullptr) fail("{}: missing table [devices]", path);
-  allow_keys(*devices, {"fpga", "gpu", "cpu"}, path, "[devices]");
-  if (const toml::node* cpu = devices->get("cpu")) {
-    // A CPU cluster: no design library, every rank is the CPU executor.
-    if (cpu->as_table() == nullptr) fail("{}: [devices]: key 'cpu' must be a table", path);
-    for (const char* other : {"fpga", "gpu"}) {
-      if (devices->get(other) != nullptr) {
-        fail("{}: [devices]: key '{}' cannot be combined with a CPU cluster ([devices.cpu])", path,
-             other);
-      }
-    }
-    s.designs.push_back(cpu_rank_design(*cpu->as_table(), path, s.cpu_ranks));
-    s.fpga_devices = s.cpu_ranks;
-    s.baseline_designs = {0};
-    const toml::table* bw = root["bandwidth"].as_table();
-    if (bw == nullptr) {
-      fail("{}: missing table [bandwidth] (write it with `orchid calibrate-net --system {}`)", path,
-           path);
-    }
-    s.intra_group_gbs = positive(*bw, "intra_group_gbs", path, "[bandwidth]");
-    s.inter_group_gbs = positive(*bw, "inter_group_gbs", path, "[bandwidth]");
-    s.host_gbs = positive(*bw, "host_gbs", path, "[bandwidth]");
-    s.cpu_network = cpu_network(root, *cpu->as_table(), s.intra_group_gbs, path);
-    return s;
+double System::host_gbs_of(int device) const {
+  return device_host_gbs.empty() ? host_gbs : device_host_gbs[static_cast<std::size_t>(device)];
+}
+
+const Link* System::link_between(int a, int b) const {
+  for (const Link& l : links) {
+    if ((l.a == a && l.b == b) || (l.a == b && l.b == a)) return &l;
   }
+  return nullptr;
+}
+
+std::string find_system(const std::string& name_or_path, const ConfigRoots& roots) {
+  if (name_or_path.empty()) fail("--system: the name is empty");
+  if (looks_like_path(name_or_path)) return name_or_path;
+  if (const auto found = roots.find(std::filesystem::path("systems") / (name_or_path + ".toml"))) {
+    return found->string();
+  }
+  std::string list;
+  for (const std::string& n : roots.names_in("systems", ".toml")) {
+    list += (list.empty() ? "" : ", ") + n;
+  }
+  fail("unknown system '{}' (no systems/{}.toml in the config roots {}); available: {}",
+       printable(name_or_path), printable(name_or_path), roots.describe(),
+       list.empty() ? "none" : list);
+}
+
+namespace {
+
+// FPGA slots and GPUs ([devices] fpga, [[devices.gpu]]) with the design library.
+void read_accelerators(const toml::table& root, const toml::table& devices_table,
+                       const std::string& path, const ConfigRoots& roots, System& s) {
+  const toml::table* devices = &devices_table;
   const std::string lib = text(root, "design_library", path, "system", true);
   std::vector<Design> library = load_design_library(resolve(path, lib, "design_library"));
   const std::vector<std::string> allowed = strings(root, "designs", path, "system");
@@ -380,15 +390,14 @@ System parse_system(const std::string& content, const std::string& path) {
       const toml::table* g = gpus->get(i)->as_table();
       const std::string where = fmt::format("[[devices.gpu]] #{}", i + 1);
       if (g == nullptr) fail("{}: {} is not a table", path, where);
-      allow_keys(*g, {"device", "spec", "name", "count"}, path, where);
+      reject_unknown_keys(*g, {"device", "spec", "name", "count"}, path, where);
       GpuSpec spec;
       if (const toml::table* inline_spec = (*g)["spec"].as_table()) {
         spec = gpu_from_table(*inline_spec, path, where + " spec",
                               text(*g, "name", path, where, false, fmt::format("gpu{}", i)));
       } else {
         const std::string dev = text(*g, "device", path, where, true);
-        check_device_name(dev, path, where);
-        spec = load_gpu_spec(resolve(path, "../devices/" + dev + ".toml", "device"));
+        spec = load_gpu_spec(resolve_device(dev, path, where, roots));
       }
       const int copies = integer(*g, "count", path, where, 1, kMaxDevices, false, 1);
       if (static_cast<int>(s.gpu_designs.size()) + copies > kMaxDevices) {
@@ -408,11 +417,105 @@ System parse_system(const std::string& content, const std::string& path) {
     for (const Design& d : s.designs) any_fpga |= !d.is_gpu;
     if (!any_fpga) fail("{}: key 'designs': FPGA devices but no FPGA design", path);
   }
+}
 
+// [topology]: host_gbs per device, [[topology.link]] per device pair. Devices are numbered
+// in system order: FPGA slots (or CPU ranks) first, then the GPUs as listed.
+void read_topology(const toml::table& root, const std::string& path, System& s) {
+  const toml::node* node = root.get("topology");
+  if (node == nullptr) return;
+  const toml::table* topo = node->as_table();
+  if (topo == nullptr) fail("{}: key 'topology' must be a table", path);
+  reject_unknown_keys(*topo, {"host_gbs", "link"}, path, "[topology]");
+  const int n = s.total_devices();
+  if (const toml::node* host = topo->get("host_gbs")) {
+    const toml::array* list = host->as_array();
+    if (list == nullptr || static_cast<int>(list->size()) != n) {
+      fail("{}: [topology]: key 'host_gbs' must list one number per device ({} devices)", path, n);
+    }
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      const auto v = list->get(i)->value<double>();
+      if (!list->get(i)->is_number() || !v || !(*v >= kMinFigure && *v <= kMaxFigure)) {
+        fail("{}: [topology]: key 'host_gbs': device {} must be a number in [{}, {}]", path, i,
+             kMinFigure, kMaxFigure);
+      }
+      s.device_host_gbs.push_back(*v);
+    }
+  }
+  const toml::node* links = topo->get("link");
+  if (links == nullptr) return;
+  const toml::array* list = links->as_array();
+  if (list == nullptr) fail("{}: [topology]: key 'link' must be an array of tables", path);
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    const std::string where = fmt::format("[[topology.link]] #{}", i + 1);
+    const toml::table* t = list->get(i)->as_table();
+    if (t == nullptr) fail("{}: {} is not a table", path, where);
+    reject_unknown_keys(*t, {"devices", "gbs", "latency_us"}, path, where);
+    const toml::array* pair = (*t)["devices"].as_array();
+    if (pair == nullptr || pair->size() != 2) {
+      fail("{}: {}: key 'devices' must be a pair of device indices, e.g. [0, 1]", path, where);
+    }
+    Link link;
+    int* ends[2] = {&link.a, &link.b};
+    for (std::size_t e = 0; e < 2; ++e) {
+      const auto v = pair->get(e)->value_exact<std::int64_t>();
+      if (!v || *v < 0 || *v >= n) {
+        fail("{}: {}: key 'devices': {} is not a device index in [0, {}]", path, where,
+             e == 0 ? "the first" : "the second", n - 1);
+      }
+      *ends[e] = static_cast<int>(*v);
+    }
+    if (link.a == link.b)
+      fail("{}: {}: key 'devices': a link joins two different devices", path, where);
+    if (s.link_between(link.a, link.b) != nullptr) {
+      fail("{}: {}: devices {} and {} are linked twice", path, where, link.a, link.b);
+    }
+    link.gbs = positive(*t, "gbs", path, where);
+    link.latency_us = number(*t, "latency_us", path, where, false, 0);
+    if (link.latency_us < 0 || link.latency_us > kMaxFigure) {
+      fail("{}: {}: key 'latency_us' must lie in [0, {}]", path, where, kMaxFigure);
+    }
+    s.links.push_back(link);
+  }
+}
+
+}  // namespace
+
+System parse_system(const std::string& content, const std::string& path, const ConfigRoots& roots) {
+  const toml::table root = parse_toml(content, path);
+  reject_unknown_keys(root,
+                      {"name", "description", "design_library", "designs", "devices", "bandwidth",
+                       "network", "options", "baseline", "topology"},
+                      path, "system");
+  System s;
+  s.path = path;
+  s.name = text(root, "name", path, "system", false, std::filesystem::path(path).stem().string());
+  const toml::table* devices = root["devices"].as_table();
+  if (devices == nullptr) fail("{}: missing table [devices]", path);
+  reject_unknown_keys(*devices, {"fpga", "gpu", "cpu"}, path, "[devices]");
+  if (const toml::node* cpu = devices->get("cpu")) {
+    // A CPU cluster: no design library, every rank is the CPU executor.
+    if (cpu->as_table() == nullptr) fail("{}: [devices]: key 'cpu' must be a table", path);
+    for (const char* other : {"fpga", "gpu"}) {
+      if (devices->get(other) != nullptr) {
+        fail("{}: [devices]: key '{}' cannot be combined with a CPU cluster ([devices.cpu])", path,
+             other);
+      }
+    }
+    s.designs.push_back(cpu_rank_design(*cpu->as_table(), path, roots, s.cpu_ranks));
+    s.fpga_devices = s.cpu_ranks;
+    s.baseline_designs = {0};
+  } else {
+    read_accelerators(root, *devices, path, roots, s);
+  }
   const toml::table* bw = root["bandwidth"].as_table();
-  if (bw == nullptr) fail("{}: missing table [bandwidth]", path);
-  allow_keys(*bw, {"intra_group_gbs", "inter_group_gbs", "host_gbs", "route_via_host"}, path,
-             "[bandwidth]");
+  if (bw == nullptr) {
+    fail("{}: missing table [bandwidth]{}", path,
+         s.cpu_ranks > 0 ? fmt::format(" (write it with `orchid calibrate-net --system {}`)", path)
+                         : "");
+  }
+  reject_unknown_keys(*bw, {"intra_group_gbs", "inter_group_gbs", "host_gbs", "route_via_host"},
+                      path, "[bandwidth]");
   s.intra_group_gbs = positive(*bw, "intra_group_gbs", path, "[bandwidth]");
   s.inter_group_gbs = positive(*bw, "inter_group_gbs", path, "[bandwidth]");
   s.host_gbs = positive(*bw, "host_gbs", path, "[bandwidth]");
@@ -426,8 +529,8 @@ System parse_system(const std::string& content, const std::string& path) {
   if (const toml::node* n = root.get("network")) {
     const toml::table* net = n->as_table();
     if (net == nullptr) fail("{}: key 'network' must be a table", path);
-    allow_keys(*net, {"ranks", "p2p", "allreduce", "allgather", "reduce_scatter"}, path,
-               "[network]");
+    reject_unknown_keys(*net, {"ranks", "p2p", "allreduce", "allgather", "reduce_scatter"}, path,
+                        "[network]");
     integer(*net, "ranks", path, "[network]", 1, kMaxDevices, false, 1);
     for (const char* kind : {"p2p", "allreduce", "allgather", "reduce_scatter"}) {
       const toml::node* fit = net->get(kind);
@@ -435,7 +538,7 @@ System parse_system(const std::string& content, const std::string& path) {
       const std::string where = fmt::format("[network.{}]", kind);
       if (!fit->is_table()) fail("{}: {} must be a table", path, where);
       const toml::table& t = *fit->as_table();
-      allow_keys(t, {"gbs", "latency_us", "rms_relative_error"}, path, where);
+      reject_unknown_keys(t, {"gbs", "latency_us", "rms_relative_error"}, path, where);
       positive(t, "gbs", path, where);
       if (number(t, "latency_us", path, where, true) < 0) {
         fail("{}: {}: key 'latency_us' must not be negative", path, where);
@@ -445,8 +548,12 @@ System parse_system(const std::string& content, const std::string& path) {
       }
     }
   }
+  if (s.cpu_ranks > 0) {
+    s.cpu_network = cpu_network(root, *devices->get("cpu")->as_table(), s.intra_group_gbs, path);
+  }
+  read_topology(root, path, s);
   if (const toml::table* opt = root["options"].as_table()) {
-    allow_keys(*opt, {"overlap"}, path, "[options]");
+    reject_unknown_keys(*opt, {"overlap"}, path, "[options]");
     if (const toml::node* n = opt->get("overlap")) {
       auto v = n->value<bool>();
       if (!v) fail("{}: [options]: key 'overlap' must be true or false", path);
@@ -455,7 +562,7 @@ System parse_system(const std::string& content, const std::string& path) {
   }
   std::vector<std::string> baseline;
   if (const toml::table* b = root["baseline"].as_table()) {
-    allow_keys(*b, {"designs"}, path, "[baseline]");
+    reject_unknown_keys(*b, {"designs"}, path, "[baseline]");
     baseline = strings(*b, "designs", path, "[baseline]");
   }
   for (const std::string& id : baseline) {
@@ -472,8 +579,8 @@ System parse_system(const std::string& content, const std::string& path) {
   return s;
 }
 
-System load_system(const std::string& path) {
-  return parse_system(read_text(path, "system"), path);
+System load_system(const std::string& path, const ConfigRoots& roots) {
+  return parse_system(read_text(path, "system"), path, roots);
 }
 
 }  // namespace orchid::mapping

@@ -9,8 +9,18 @@
 
 #include "mapping/cpu_cluster_cost.hpp"
 #include "mapping/design.hpp"
+#include "util/config_roots.hpp"
 
 namespace orchid::mapping {
+
+// [[topology.link]]: a direct link between two devices (indices in system order: FPGA
+// slots first, then GPUs as listed), used both ways.
+struct Link {
+  int a = 0;
+  int b = 0;
+  double gbs = 0;
+  double latency_us = 0;
+};
 
 struct System {
   std::string name;
@@ -31,20 +41,33 @@ struct System {
   bool overlap = false;         // overlap intra-group communication with computation
   // Per device, the design the H2H / greedy baselines use (cycled over the devices).
   std::vector<int> baseline_designs;
+  // [topology]: per-device host links and per-pair links; what is not listed uses the
+  // global figures above.
+  std::vector<double> device_host_gbs;  // empty, or one per device
+  std::vector<Link> links;
 
   int total_devices() const { return fpga_devices + static_cast<int>(gpu_designs.size()); }
   int design_index(const std::string& id) const;  // -1 when absent
+  double host_gbs_of(int device) const;
+  // The listed link between two devices (either order), or nullptr.
+  const Link* link_between(int a, int b) const;
 };
 
 // Reads a design library file ([[design]] tables).
 std::vector<Design> load_design_library(const std::string& path);
-// Reads configs/devices/<name>.toml style GPU specs (dram_bandwidth_gbs,
-// peak_fp32_gflops, launch_overhead_us; memory_gb optional).
+// A device file (configs/devices/*.toml, checked like `--device`) as the figures the
+// mapping roofline uses.
 GpuSpec load_gpu_spec(const std::string& path);
-// Reads a system file; the design library path inside it is relative to the file.
-System load_system(const std::string& path);
+// Reads a system file. Files it names (design_library, a device given as a path) are
+// relative to the file and must stay inside its config tree (the folder above its own);
+// a device given by name is devices/<name>.toml of that tree, else of `roots`.
+System load_system(const std::string& path, const ConfigRoots& roots = {});
 // Same, from TOML text (tests); `path` is only used in messages and to resolve paths.
-System parse_system(const std::string& text, const std::string& path);
+System parse_system(const std::string& text, const std::string& path,
+                    const ConfigRoots& roots = {});
+// `--system`: a path (contains '/' or ends in .toml) as given, else systems/<name>.toml in
+// the first of `roots` that has it; an unknown name lists the available ones.
+std::string find_system(const std::string& name_or_path, const ConfigRoots& roots);
 std::vector<Design> parse_design_library(const std::string& text, const std::string& path);
 
 }  // namespace orchid::mapping

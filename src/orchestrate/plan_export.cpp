@@ -4,8 +4,6 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
-
 #include "fission/primitive.hpp"
 
 namespace orchid {
@@ -65,36 +63,6 @@ std::string plan_to_json(const Orchestration& o, const Plan& plan, const std::st
                  {"blp_nodes", s.blp_nodes},         {"proven_optimal", s.proven_optimal},
                  {"solve_seconds", s.solve_seconds}, {"total_seconds", s.total_seconds}};
   return j.dump(1) + "\n";
-}
-
-std::string plan_to_dot(const Orchestration& o, const Plan& plan) {
-  const Graph& g = o.fission.graph;
-  std::vector<int> kernel_of(g.nodes.size(), -1);
-  for (std::size_t k = 0; k < plan.kernels.size(); ++k) {
-    for (std::size_t v : plan.kernels[k].nodes) {
-      if (kernel_of[v] < 0) kernel_of[v] = static_cast<int>(k);
-    }
-  }
-  std::string out =
-      "digraph plan {\n  rankdir=TB;\n  node [shape=box, style=filled, fontsize=10];\n";
-  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
-    const int k = kernel_of[i];
-    // Golden-angle hues give neighbouring kernels clearly different colours.
-    const std::string color =
-        k < 0 ? "0.0 0.0 0.9" : fmt::format("{:.3f} 0.45 0.95", std::fmod(k * 0.618034, 1.0));
-    out += fmt::format("  n{} [label=\"{}\\n{}\", fillcolor=\"{}\"{}];\n", i, g.nodes[i].op_type,
-                       k < 0 ? std::string("unused") : fmt::format("k{}", k), color,
-                       k < 0 ? ", style=dashed" : "");
-  }
-  const auto producers = g.producers();
-  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
-    for (const auto& t : g.nodes[i].inputs) {
-      auto p = producers.find(t);
-      if (p != producers.end()) out += fmt::format("  n{} -> n{};\n", p->second, i);
-    }
-  }
-  out += "}\n";
-  return out;
 }
 
 }  // namespace orchid

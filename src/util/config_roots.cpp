@@ -7,6 +7,11 @@ namespace orchid {
 
 namespace fs = std::filesystem;
 
+bool looks_like_path(const std::string& s) {
+  return s.find('/') != std::string::npos ||
+         (s.size() > 5 && s.compare(s.size() - 5, 5, ".toml") == 0);
+}
+
 ConfigRoots::ConfigRoots(std::vector<fs::path> roots) : roots_(std::move(roots)) {}
 
 std::optional<fs::path> ConfigRoots::find(const fs::path& relative) const {

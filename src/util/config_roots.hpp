@@ -10,6 +10,10 @@
 
 namespace orchid {
 
+// How a name-or-path argument (`--device`, `--system`, a system's `device`) is told apart:
+// anything containing '/' or ending in ".toml" is a path, the rest a name in a config folder.
+bool looks_like_path(const std::string& name_or_path);
+
 class ConfigRoots {
  public:
   ConfigRoots() = default;

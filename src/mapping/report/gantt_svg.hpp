@@ -1,5 +1,6 @@
-// SVG Gantt chart of a schedule: one row per device, compute, communication and weight
-// streaming in different colours, layer names as tooltips.
+// SVG Gantt chart of a mapping's predicted schedule: one row per device (its group and
+// design), bars labelled with layer names (compute, communication inside the group,
+// weights streamed from the host), arrows for activations sent between groups.
 #pragma once
 
 #include <string>

@@ -82,23 +82,24 @@ std::string mapping_trace(const Evaluator& ev, const Mapping& m, const Schedule&
                seconds * 1e6,
                {{"bytes", bytes}, {"from", end_name(from)}, {"to", end_name(to)}}});
   };
+  // CPU clusters: every rank holds the inputs and results stay on the ranks (no host).
+  const bool host_links = sys.cpu_ranks == 0;
   for (std::size_t l = 0; l < w.layers.size(); ++l) {
     const Layer& layer = w.layers[l];
     const int g = m.group_of[l];
-    if (layer.preds.empty()) {
+    const double host_gbs = ev.host_gbs(m.groups[g]);
+    if (layer.preds.empty() && host_links) {
       const double bytes = layer.input_elements() * bpe;
-      send(layer.name + " input", kHost, g, 0, bytes / (sys.host_gbs * 1e9), bytes);
+      send(layer.name + " input", kHost, g, 0, bytes / (host_gbs * 1e9), bytes);
     }
-    for (int u : layer.preds) {
-      if (m.group_of[u] == g) continue;
-      const double bytes = w.layers[u].output_elements() * bpe;
-      send(w.layers[u].name + " -> " + layer.name, m.group_of[u], g, s.finish[u],
-           ev.transfer_seconds(bytes, m.group_of[u], g), bytes);
-    }
-    if (layer.succs.empty()) {
+    if (layer.succs.empty() && host_links) {
       const double bytes = layer.output_elements() * bpe;
-      send(layer.name + " output", g, kHost, s.finish[l], bytes / (sys.host_gbs * 1e9), bytes);
+      send(layer.name + " output", g, kHost, s.finish[l], bytes / (host_gbs * 1e9), bytes);
     }
+  }
+  for (const Transfer& t : s.transfers) {
+    send(w.layers[t.from_layer].name + " -> " + w.layers[t.to_layer].name, t.from_group,
+         t.to_group, t.start, t.end - t.start, t.bytes);
   }
   return trace.to_json({{"workload", w.name},
                         {"system", sys.name},

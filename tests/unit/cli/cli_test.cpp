@@ -12,18 +12,19 @@
 #include <onnx/onnx_pb.h>
 #include <sys/stat.h>
 
+#include "cli/cli_runner.hpp"
 #include "ir/npy.hpp"
 #include "onnx/proto_io.hpp"
-#include "run_cli.hpp"
 
 namespace fs = std::filesystem;
 
 namespace orchid {
 namespace {
 
-std::string model(const std::string& name) {
-  return std::string(ORCHID_MODELS_DIR) + "/" + name + ".onnx";
-}
+using cli_testing::expect_user_error;
+using cli_testing::model;
+using cli_testing::Result;
+using cli_testing::run_cli;
 
 TEST(Cli, VersionAndHelp) {
   EXPECT_EQ(run_cli("--version").code, 0);
@@ -114,13 +115,6 @@ TEST(Cli, DetectionModelRunsButIsNotOrchestrated) {
 // ---------------------------------------------------------------- hostile input
 
 // stderr is exactly one "orchid: error: ..." line and the exit code is 1.
-void expect_user_error(const Result& r, const std::string& text, const std::string& what) {
-  EXPECT_EQ(r.code, 1) << what << ": " << r.err;
-  EXPECT_EQ(r.err.rfind("orchid: error: ", 0), 0u) << what << ": " << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << what << ": " << r.err;
-  EXPECT_NE(r.err.find(text), std::string::npos) << what << ": " << r.err;
-}
-
 TEST(CliHostile, HugeShapesAreRefusedBeforeAllocating) {
   // 2^62 + 1 rows: the element count wrapped to 16 and Transpose/MatMul ran off a buffer.
   expect_user_error(run_cli("run " + model("tiny_mlp") + " --shape x=4611686018427387905x16"),

@@ -9,16 +9,16 @@
 
 #include <nlohmann/json.hpp>
 
-#include "run_cli.hpp"
+#include "cli/cli_runner.hpp"
 
 namespace fs = std::filesystem;
 
 namespace orchid {
 namespace {
 
-std::string model_file(const std::string& name) {
-  return std::string(ORCHID_MODELS_DIR) + "/" + name + ".onnx";
-}
+using cli_testing::Result;
+using cli_testing::run_cli;
+const auto& model_file = cli_testing::model;
 
 nlohmann::json read_json(const fs::path& path) {
   std::ifstream in(path);

@@ -82,8 +82,9 @@ void orchestrate_command(const OrchestrateCliOptions& o, const CLI::App& cmd) {
   fmt::print("ONNX nodes   {}\n", s.model_nodes);
   fmt::print("primitives   {} (+{} in alternative subgraphs)\n", s.primitives,
              s.alternative_primitives);
-  fmt::print("regions      {} ({} single-tensor cuts available, {} multi-tensor cuts of wide regions)\n",
-             s.regions, s.possible_cuts, s.multi_tensor_cuts);
+  fmt::print(
+      "regions      {} ({} single-tensor cuts available, {} multi-tensor cuts of wide regions)\n",
+      s.regions, s.possible_cuts, s.multi_tensor_cuts);
   fmt::print("candidates   {} (largest region {})\n", s.candidates, s.largest_region_candidates);
   fmt::print("kernels      {} chosen\n", result.optimal.kernels.size());
   fmt::print("BLP          objective {:.2f} us, bound {:.2f} us, gap {:.4f}%, {} nodes, {}\n",

@@ -30,9 +30,9 @@
 #include "passes/dynamic_rest.hpp"
 #include "passes/load_model.hpp"
 #include "passes/static_part.hpp"
+#include "profile/chrome_trace.hpp"
 #include "profile/cpu_environment.hpp"
 #include "profile/plan_selection.hpp"
-#include "profile/chrome_trace.hpp"
 #include "runtime/plan_executor.hpp"
 #include "util/atomic_file.hpp"
 #include "util/error.hpp"
@@ -65,8 +65,8 @@ struct RunOptions {
   int k_best = 3;             // --plan-kind fastest: ranked plans timed beside greedy
   double select_seconds = 2;  // their timed runs together
   std::string linear_backend = "generated";  // with --device cuda: generated, vendor, auto
-  std::string json;                   // the report as JSON ("-": stdout, no text)
-  std::string trace;                  // one timed run's kernels as a Chrome trace
+  std::string json;                          // the report as JSON ("-": stdout, no text)
+  std::string trace;                         // one timed run's kernels as a Chrome trace
 };
 
 constexpr const char* kRunPlanKinds[] = {"fastest", "optimal", "operator-level", "per-primitive",
@@ -383,8 +383,9 @@ void run(const RunOptions& options) {
       for (const auto& [name, value] : outputs) rest_feed.insert_or_assign(name, value);
       const auto start = std::chrono::steady_clock::now();
       outputs = ReferenceInterpreter(*rest_graph).run(rest_feed);
-      const double rest_ms = std::chrono::duration<double, std::milli>(
-                                 std::chrono::steady_clock::now() - start).count();
+      const double rest_ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count();
       for (double& t : times) t += rest_ms;
       engine += fmt::format(
           "; static part ({} of {} nodes) on it, the data-dependent rest ({} nodes, from {}) on "
@@ -511,7 +512,8 @@ void run(const RunOptions& options) {
 
   if (!options.save_outputs.empty()) {
     save_outputs(options.save_outputs, model_graph.outputs, outputs);
-    text += fmt::format("saved    {} output(s) to {}\n", model_graph.outputs.size(), options.save_outputs);
+    text += fmt::format("saved    {} output(s) to {}\n", model_graph.outputs.size(),
+                        options.save_outputs);
     report["saved_outputs"] = options.save_outputs;
   }
   if (!is_stdout(options.json) && !is_stdout(options.trace)) fmt::print("{}", text);

@@ -141,10 +141,9 @@ std::string linear_op(Builder& b, const Layer& l, LayerSubgraph& out) {
                                 b.constant(Tensor::from_int64s({i + 1})),
                                 b.constant(Tensor::from_int64s({1}))});
       };
-      const std::string c =
-          b.node("Add", {b.node("Mul", {gate(std::min<std::int64_t>(1, n - 1)),
-                                        b.input({l.batch, 1, h})}),
-                         gate(n - 1)});
+      const std::string c = b.node(
+          "Add", {b.node("Mul", {gate(std::min<std::int64_t>(1, n - 1)), b.input({l.batch, 1, h})}),
+                  gate(n - 1)});
       out.repeat = static_cast<double>(l.iter);
       return b.node("Mul", {gate(std::min<std::int64_t>(2, n - 1)), c});
     }
@@ -229,8 +228,7 @@ LayerSubgraph layer_subgraph(const Layer& l) {
 std::string layer_signature(const Layer& l) {
   return fmt::format("{}|{},{},{},{},{},{},{}|{},{},{},{}|{},{},{},{}|{}", kind_name(l.kind), l.m,
                      l.n, l.r, l.c, l.k, l.s, l.g, l.hidden, l.dimen, l.iter, l.gates, l.elems,
-                     l.batch, l.split,
-                     l.bias ? 1 : 0, l.recipe ? l.recipe->key : std::string("-"));
+                     l.batch, l.split, l.bias ? 1 : 0, l.recipe ? l.recipe->key : std::string("-"));
 }
 
 }  // namespace orchid::mapping

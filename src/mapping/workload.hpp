@@ -54,7 +54,7 @@ struct Layer {
   std::int64_t m = 1, n = 1, r = 1, c = 1, k = 1, s = 1, p = 0, g = 1;
   std::int64_t hidden = 0, dimen = 0, iter = 0;
   std::int64_t gates = 4;  // lstm kind: weight blocks per hidden unit (LSTM 4, GRU 3, RNN 1)
-  std::int64_t elems = 0;                    // cheap work (for heavy layers: the fused epilogue)
+  std::int64_t elems = 0;  // cheap work (for heavy layers: the fused epilogue)
   std::int64_t in_elems = 0, out_elems = 0;  // activations per sample; 0 = from the dims
   std::int64_t batch = 1;
   // Non-batch split applied by sharding (the GPU subgraph of a cheap layer divides its

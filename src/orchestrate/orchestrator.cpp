@@ -125,8 +125,8 @@ constexpr int kWideCutMaxLive = 32;
 void refine_wide_regions(const Graph& g, const PrimitiveGraphIndex& index,
                          const std::set<std::size_t>& alt_nodes,
                          const std::vector<std::vector<std::size_t>>& keep_together,
-                         const CandidateRules& rules, std::size_t target_size,
-                         RegionSplit& split, OrchestrationStats& st) {
+                         const CandidateRules& rules, std::size_t target_size, RegionSplit& split,
+                         OrchestrationStats& st) {
   const std::size_t wide_candidates =
       kWideCandidatesPerPrimitive * std::min<std::size_t>(target_size, std::size_t{1} << 40);
   std::vector<std::vector<std::size_t>> done;
@@ -257,8 +257,8 @@ Orchestration orchestrate(const Graph& model, const CostModel& cost_model,
   keep_together.insert(keep_together.end(), greedy.begin(), greedy.end());
   RegionSplit split =
       split_into_regions(g, alt_nodes, alternatives, keep_together, options.region_target_size);
-  refine_wide_regions(g, index, alt_nodes, keep_together, options.rules,
-                      options.region_target_size, split, st);
+  refine_wide_regions(g, index, alt_nodes, keep_together, options.rules, options.region_target_size,
+                      split, st);
   st.regions = split.regions.size();
   st.possible_cuts = split.possible_cuts;
 

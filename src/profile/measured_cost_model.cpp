@@ -65,8 +65,8 @@ bool MeasuredCostModel::measure(std::uint64_t signature, const KernelView& kerne
   ProfileEntry e;
   KernelTimerOptions timer = options_.timer;
   for (int attempt = 0; attempt <= options_.noisy_retries; ++attempt) {
-    const KernelTiming t = options_.device_timer ? options_.device_timer(kernel, timer)
-                                                 : time_kernel(kernel, timer);
+    const KernelTiming t =
+        options_.device_timer ? options_.device_timer(kernel, timer) : time_kernel(kernel, timer);
     ProfileEntry now;
     now.timer_version = timer_version();
     now.kernel = kernel_summary(kernel);

@@ -39,7 +39,7 @@ struct MeasuredCostOptions {
   // with its own methodology version; the device then need not be a CPU.
   std::function<KernelTiming(const KernelView&, const KernelTimerOptions&)> device_timer;
   int device_timer_version = 0;
-  int noisy_retries = 2;            // times a kernel too noisy to store is timed again (longer)
+  int noisy_retries = 2;  // times a kernel too noisy to store is timed again (longer)
   double max_stored_spread = ProfileEntry::kMaxSpread;  // p90/p10 above it: not stored
 };
 

@@ -12,8 +12,8 @@ void register_normalization_ops(OpSchemaTable& table);  // BatchNorm, InstanceNo
 void register_linear_ops(OpSchemaTable& table);         // Conv, ConvTranspose, Gemm, MatMul
 void register_pooling_ops(OpSchemaTable& table);        // MaxPool, AveragePool, GlobalAveragePool
 void register_layout_ops(OpSchemaTable& table);         // Transpose, Reshape, ..., Resize, Gather
-void register_constant_ops(OpSchemaTable& table);   // Shape, ConstantOfShape, Range, Identity...
-void register_selection_ops(OpSchemaTable& table);  // NonZero, NonMaxSuppression, If, Loop
+void register_constant_ops(OpSchemaTable& table);      // Shape, ConstantOfShape, Range, Identity...
+void register_selection_ops(OpSchemaTable& table);     // NonZero, NonMaxSuppression, If, Loop
 void register_quantization_ops(OpSchemaTable& table);  // Q/DQ, QLinear*, *Integer
 void register_recurrent_ops(OpSchemaTable& table);     // LSTM, GRU, RNN
 // Sets every registered op's traits (op_traits_table.cpp); called after the families.

@@ -98,8 +98,8 @@ std::string mapping_trace(const Evaluator& ev, const Mapping& m, const Schedule&
     }
   }
   for (const Transfer& t : s.transfers) {
-    send(w.layers[t.from_layer].name + " -> " + w.layers[t.to_layer].name, t.from_group,
-         t.to_group, t.start, t.end - t.start, t.bytes);
+    send(w.layers[t.from_layer].name + " -> " + w.layers[t.to_layer].name, t.from_group, t.to_group,
+         t.start, t.end - t.start, t.bytes);
   }
   return trace.to_json({{"workload", w.name},
                         {"system", sys.name},

@@ -108,7 +108,8 @@ TEST(Cli, DetectionModelRunsButIsNotOrchestrated) {
   for (const char* line : {"output   boxes", "output   scores", "output   labels"}) {
     const auto a = run.out.find(line), b = cpu.out.find(line);
     ASSERT_NE(b, std::string::npos) << line;
-    EXPECT_EQ(run.out.substr(a, run.out.find('\n', a) - a), cpu.out.substr(b, cpu.out.find('\n', b) - b));
+    EXPECT_EQ(run.out.substr(a, run.out.find('\n', a) - a),
+              cpu.out.substr(b, cpu.out.find('\n', b) - b));
   }
 }
 

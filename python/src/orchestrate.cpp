@@ -76,6 +76,7 @@ std::string plan_dot(const std::string& model, const std::string& plan_json, con
   Orchestration o;
   o.fission = std::move(imported.fission);
   o.optimal = std::move(imported.plan);
+  o.device = std::move(imported.device);
   return plan_to_dot(o, o.optimal);
 }
 

@@ -14,6 +14,7 @@ namespace orchid {
 struct ExecutablePlan {
   FissionResult fission;
   Plan plan;
+  std::string device;  // what the plan was made for, as the orchestration describes it
 };
 
 // `text` is a plan JSON written for `model` (docs/plan_format.md); `source` names it in

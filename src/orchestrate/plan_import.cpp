@@ -142,7 +142,7 @@ bool is_source_for(const std::string& source, const std::string& input,
 
 Plan plan_from_json(const std::string& text, const Graph& primitives,
                     const std::map<std::string, std::string>& alternatives,
-                    const std::string& source) {
+                    const std::string& source, std::string* device) {
   const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) fail("{}: not valid JSON", source);
   const Fields f(source);
@@ -169,6 +169,7 @@ Plan plan_from_json(const std::string& text, const Graph& primitives,
   }
   Plan plan;
   if (j.contains("kind")) plan.kind = f.string(j["kind"], "'kind'");
+  if (device != nullptr) *device = j.contains("device") ? f.string(j["device"], "'device'") : "";
   plan.arena_bytes = f.integer(f.get(j, "arena_bytes", "the plan"), "'arena_bytes'", 0, INT64_MAX);
   if (j.contains("weight_bytes")) {
     plan.weight_bytes = f.integer(j["weight_bytes"], "'weight_bytes'", 0, INT64_MAX);

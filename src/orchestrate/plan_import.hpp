@@ -13,10 +13,11 @@ namespace orchid {
 
 // Parses `text` (the plan file's content; `source` names it in errors) against a fresh
 // fission of the model (`primitives`, deterministic): primitive names must match one for
-// one, every field must have its type, and the result passes validate_plan.
+// one, every field must have its type, and the result passes validate_plan. The device
+// the plan was made for goes to `device` when given (empty if the plan names none).
 Plan plan_from_json(const std::string& text, const Graph& primitives,
                     const std::map<std::string, std::string>& alternatives,
-                    const std::string& source);
+                    const std::string& source, std::string* device = nullptr);
 
 // Fails unless: each kernel names existing primitives (sorted, once) and its inputs and
 // outputs are those of that node set; every kernel reads only graph inputs, constants or

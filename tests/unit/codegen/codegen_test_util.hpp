@@ -8,9 +8,11 @@
 #include <cstdint>
 #include <string>
 
+#include <cstdlib>
 #include <filesystem>
 #include <vector>
 
+#include "codegen/cuda_backend.hpp"
 #include "cost/cost_model.hpp"
 #include "eval/reference_interpreter.hpp"
 #include "fission/kernel_view.hpp"
@@ -130,6 +132,21 @@ inline std::vector<std::vector<std::size_t>> per_node_groups(const Graph& g) {
   std::vector<std::vector<std::size_t>> each;
   for (std::size_t i = 0; i < g.nodes.size(); ++i) each.push_back({i});
   return each;
+}
+
+// Whether a CUDA GPU can run the device programs of a test. The unit tests run here on
+// PoCL only; on a GPU machine (scripts/gpu-check.sh) they also run each program on the
+// GPU, and ORCHID_REQUIRE_GPU=1 makes a missing GPU a failure instead of a skip.
+inline bool cuda_gpu_present() {
+  static const std::string missing = [] {
+    std::string why;
+    return detect_cuda_gpu(&why) ? std::string() : why;
+  }();
+  const char* required = std::getenv("ORCHID_REQUIRE_GPU");
+  if (!missing.empty() && required && std::string(required) == "1") {
+    ADD_FAILURE() << "ORCHID_REQUIRE_GPU=1 but no CUDA GPU: " << missing;
+  }
+  return missing.empty();
 }
 
 // models/NAME.onnx, imported.

@@ -64,6 +64,16 @@ void check(const Graph& g, int fused_launches = -1) {
     OpenCLExecutor executor(program);
     test::expect_close(executor.run(feed), expected, v.name);
   }
+  // On a GPU machine: the CUDA target of the same graph, fused and per node, on the GPU.
+  if (!test::cuda_gpu_present()) return;
+  for (const auto& [name, groups] : {std::pair{"cuda fused", test::fused_groups(g)},
+                                     std::pair{"cuda per-node", test::per_node_groups(g)}}) {
+    const DeviceProgram program =  // the executor keeps a reference
+        generate_device_program(g, plan_of(g, groups), {}, Target::Cuda, {});
+    CudaExecutor executor(program);
+    executor.execute(feed);
+    test::expect_close(executor.outputs(), expected, name);
+  }
 }
 
 // Vector width of each launch of the one-kernel plan, by the ops it stores.

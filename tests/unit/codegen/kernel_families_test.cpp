@@ -20,16 +20,38 @@ namespace {
 using test::GraphBuilder;
 using test::plan_of;
 
+void check_opencl(const Graph& g, const TensorMap& feed, const TensorMap& expected,
+                  int fused_launches);
+
+// `g` against the reference interpreter: through OpenCL where a device is present
+// (check_opencl), and as CUDA on the GPU where one is (the GPU check script).
+void check(const Graph& g, int fused_launches = -1) {
+  std::string why;
+  const bool opencl = OpenCLExecutor::available(&why);
+  const bool gpu = test::cuda_gpu_present();
+  if (!opencl && !gpu) GTEST_SKIP() << why;
+  const TensorMap feed = make_random_inputs(g, 1);
+  const TensorMap expected = ReferenceInterpreter(g).run(feed);
+  if (opencl) check_opencl(g, feed, expected, fused_launches);
+  // On a GPU machine: the CUDA target of the same graph, fused and per node, on the GPU.
+  if (!gpu) return;
+  for (const auto& [name, groups] : {std::pair{"cuda fused", test::fused_groups(g)},
+                                     std::pair{"cuda per-node", test::per_node_groups(g)}}) {
+    const DeviceProgram program =  // the executor keeps a reference
+        generate_device_program(g, plan_of(g, groups), {}, Target::Cuda, {});
+    CudaExecutor executor(program);
+    executor.execute(feed);
+    test::expect_close(executor.outputs(), expected, name);
+  }
+}
+
 // `fused_launches`: how many device kernels the one-kernel plan must take (-1: any).
 // Runs the graph fused and per node (float4 where allowed), fused with vectorisation
 // off (the scalar variant of every stage), and per node with misaligned arena tensors
 // (vector loops whose loads/stores of those tensors fall back to scalars). The last two
 // only where some launch is vectorised: otherwise they would repeat the first two.
-void check(const Graph& g, int fused_launches = -1) {
-  std::string why;
-  if (!OpenCLExecutor::available(&why)) GTEST_SKIP() << why;
-  const TensorMap feed = make_random_inputs(g, 1);
-  const TensorMap expected = ReferenceInterpreter(g).run(feed);
+void check_opencl(const Graph& g, const TensorMap& feed, const TensorMap& expected,
+                  int fused_launches) {
   const auto fused = test::fused_groups(g);
   const auto each = test::per_node_groups(g);
   struct Variant {
@@ -63,16 +85,6 @@ void check(const Graph& g, int fused_launches = -1) {
     }
     OpenCLExecutor executor(program);
     test::expect_close(executor.run(feed), expected, v.name);
-  }
-  // On a GPU machine: the CUDA target of the same graph, fused and per node, on the GPU.
-  if (!test::cuda_gpu_present()) return;
-  for (const auto& [name, groups] : {std::pair{"cuda fused", test::fused_groups(g)},
-                                     std::pair{"cuda per-node", test::per_node_groups(g)}}) {
-    const DeviceProgram program =  // the executor keeps a reference
-        generate_device_program(g, plan_of(g, groups), {}, Target::Cuda, {});
-    CudaExecutor executor(program);
-    executor.execute(feed);
-    test::expect_close(executor.outputs(), expected, name);
   }
 }
 

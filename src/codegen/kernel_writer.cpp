@@ -307,6 +307,10 @@ void KernelWriter::store(const std::string& t, const Coords& coords, const std::
 std::string KernelWriter::compute(const Node& node, const std::string& t, const Coords& c) {
   const Graph& g = *env_.graph;
   if (is_search_op(node.op_type)) return search_value(*this, node, t, c);
+  // The other families compute a node's first output only (a Dropout mask, say, is not).
+  if (t != node.outputs[0]) {
+    unsupported("{}: no device code for its output '{}'", node.describe(), t);
+  }
   if (has_elementwise_expr(node.op_type) && node.op_type != "Identity") {
     std::vector<std::string> args;
     std::vector<DType> types;

@@ -23,7 +23,9 @@
 # does not fit is recorded as skipped. ORCHID_GPU_CHECK_UNIT=0 leaves out step 1b (and the
 # unit tests' build); ORCHID_GPU_CHECK_BUILD=DIR builds in DIR instead of build-gpu/
 # (a folder already built there is only brought up to date). Where $OUT is set (the `device` tool's run), the table, the CSV and
-# every log are copied there. Usage: bash scripts/gpu-check.sh [model ...]
+# every log are copied there. ORCHID_GPU_CHECK_BUNDLE=FILE skips the build and runs the
+# binaries packed by scripts/gpu-bundle.sh (for a GPU machine without orchid's Debian
+# libraries). Usage: bash scripts/gpu-check.sh [model ...]
 # Exit status: 0 when every orchid run matched the reference; 1 when one failed or was
 # wrong (listed as FAILED at the end); 4 when all that ran matched but the budget cut
 # some runs (INCOMPLETE); 2 without a GPU; 3 when the build or a prerequisite is missing.
@@ -60,25 +62,63 @@ export_results() {
 trap export_results EXIT
 
 unit=${ORCHID_GPU_CHECK_UNIT:-1}
-targets=(orchid)
-[ "$unit" = 1 ] && targets+=(orchid_unit_tests)
-launcher=()
-command -v ccache > /dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-tests_flag=OFF
-[ "$unit" = 1 ] && tests_flag=ON
-build=${ORCHID_GPU_CHECK_BUILD:-build-gpu}
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DORCHID_BUILD_TESTS=$tests_flag \
-  "${launcher[@]}" > "$work/cmake.log" 2>&1 ||
-  { tail -20 "$work/cmake.log"; echo "gpu-check: FAILED: cmake (a missing library? see above)" >&2; exit 3; }
-if ! grep -q "CUDA backend with NVRTC" "$work/cmake.log"; then
-  grep -i cuda "$work/cmake.log" >&2
-  echo "gpu-check: FAILED: the CUDA toolkit was not found (orchid would build without --device cuda)" >&2
-  exit 3
+bundle=${ORCHID_GPU_CHECK_BUNDLE:-}
+if [ -n "$bundle" ]; then
+  # Binaries built elsewhere (scripts/gpu-bundle.sh), run through their packed loader.
+  [ -f "$bundle" ] || { echo "gpu-check: FAILED: no bundle $bundle" >&2; exit 3; }
+  packed="$work/bundle"
+  mkdir -p "$packed" && tar -C "$packed" -xJf "$bundle" ||
+    { echo "gpu-check: FAILED: cannot unpack $bundle" >&2; exit 3; }
+  # The unit tests read models/ and configs/ where they were built: point that at here.
+  src=$(cat "$packed/source_dir")
+  if [ ! "$src" -ef "$PWD" ]; then
+    if [ -e "$src" ] || ! { mkdir -p "$(dirname "$src")" && ln -s "$PWD" "$src"; }; then
+      echo "gpu-check: FAILED: cannot make $src this checkout (the unit tests need it)" >&2
+      exit 3
+    fi
+  fi
+  # NVRTC (linked) and cuBLASLt/cuDNN (optional) from this machine's toolkit or wheels.
+  libdirs="$packed/lib"
+  roots=(/usr/local/cuda*/lib* /usr/lib/x86_64-linux-gnu
+         $("$python" -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null))
+  for name in libnvrtc.so.13 libcublasLt.so.13 libcudnn.so.9; do
+    found=$(find "${roots[@]}" -name "$name*" 2>/dev/null | head -1)
+    [ -n "$found" ] && libdirs="$libdirs:$(dirname "$found")"
+  done
+  [ -n "${LD_LIBRARY_PATH:-}" ] && libdirs="$libdirs:$LD_LIBRARY_PATH"
+  build=build  # where the unit tests call orchid
+  mkdir -p "$build/tests"
+  for b in orchid tests/orchid_unit_tests; do
+    printf '#!/bin/sh\nexport OMP_WAIT_POLICY=PASSIVE ORCHID_CONFIG_DIR="%s"\nexec "%s" --library-path "%s" "%s" "$@"\n' \
+      "$PWD/configs" "$packed/lib/ld-linux-x86-64.so.2" "$libdirs" "$packed/bin/$(basename "$b")" \
+      > "$build/$b"
+    chmod +x "$build/$b"
+  done
+  "$build/orchid" --version > "$work/bundle.log" 2>&1 ||
+    { cat "$work/bundle.log" >&2; echo "gpu-check: FAILED: the bundled orchid does not start" >&2; exit 3; }
+  orchid=$build/orchid
+  echo "gpu-check: using the binaries of $bundle ($("$orchid" --version))"
+else
+  targets=(orchid)
+  [ "$unit" = 1 ] && targets+=(orchid_unit_tests)
+  launcher=()
+  command -v ccache > /dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  tests_flag=OFF
+  [ "$unit" = 1 ] && tests_flag=ON
+  build=${ORCHID_GPU_CHECK_BUILD:-build-gpu}
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DORCHID_BUILD_TESTS=$tests_flag \
+    "${launcher[@]}" > "$work/cmake.log" 2>&1 ||
+    { tail -20 "$work/cmake.log"; echo "gpu-check: FAILED: cmake (a missing library? see above)" >&2; exit 3; }
+  if ! grep -q "CUDA backend with NVRTC" "$work/cmake.log"; then
+    grep -i cuda "$work/cmake.log" >&2
+    echo "gpu-check: FAILED: the CUDA toolkit was not found (orchid would build without --device cuda)" >&2
+    exit 3
 fi
 ninja -C "$build" "${targets[@]}" > "$work/build.log" 2>&1 ||
   { tail -30 "$work/build.log"; echo "gpu-check: FAILED: build" >&2; exit 3; }
 orchid=$build/orchid
 echo "gpu-check: built ${targets[*]} in $(( $(date +%s) - start )) s"
+fi
 if [ $# -gt 0 ]; then
   models=("$@")
 else

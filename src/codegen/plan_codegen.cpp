@@ -218,11 +218,14 @@ class KernelPlanner {
     // Tensors to store in node order, each with the anchors it needs.
     std::vector<std::pair<std::string, std::set<std::string>>> items;
     for (const Node* n : nodes_) {
-      // An anchor has one output; an inline node may have several (TopK).
+      // An anchor computes its first output; an inline node may compute several (TopK).
       for (const std::string& t : n->outputs) {
         if (t.empty() || !stored.count(t)) continue;
         std::set<std::string> roots;
         if (is_anchor(*n)) {
+          if (t != n->outputs[0]) {  // MaxPool's indices, say
+            unsupported("{}: no device code for its output '{}'", n->describe(), t);
+          }
           roots.insert(t);
           for (const auto& in : n->inputs) {
             if (in.empty()) continue;

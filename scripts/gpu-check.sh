@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The GPU check, for a machine with an NVIDIA GPU (and the CUDA toolkit for NVRTC):
-#   1. builds orchid (Release, build-gpu/);
+#   1. builds orchid and its unit tests (Release, build-gpu/);
+#   1b. runs the GPU backend's unit tests with ORCHID_REQUIRE_GPU=1: every kernel family's
+#      edge-shape graphs (TopK/Scatter included), fused and per node, on the GPU as well
+#      as on OpenCL, NVRTC/nvcc compiles, the cuBLASLt/cuDNN mapping (row orchid-unit);
 #   2. for every static zoo model, runs its optimal, greedy-fusion and operator-level plans
 #      as generated CUDA (`orchid run --device cuda`: NVRTC, one arena, CUDA graph), and
 #      the optimal plan once more with its linear stages on cuBLASLt/cuDNN
@@ -16,8 +19,13 @@
 #   4. prints one table and writes it to bench/results/gpu_check.csv and gpu_check.md,
 #      with the geometric means the issue's targets name (optimal vs greedy-fusion,
 #      optimal vs torch.compile).
-# Stays within ORCHID_GPU_CHECK_BUDGET_S seconds (default 480): what does not fit is
-# recorded as skipped. Usage: bash scripts/gpu-check.sh [model ...]
+# Stays within ORCHID_GPU_CHECK_BUDGET_S seconds (default 480, the build included): what
+# does not fit is recorded as skipped. ORCHID_GPU_CHECK_UNIT=0 leaves out step 1b (and the
+# unit tests' build); ORCHID_GPU_CHECK_BUILD=DIR builds in DIR instead of build-gpu/
+# (a folder already built there is only brought up to date). Where $OUT is set (the `device` tool's run), the table, the CSV and
+# every log are copied there. ORCHID_GPU_CHECK_BUNDLE=FILE skips the build and runs the
+# binaries packed by scripts/gpu-bundle.sh (for a GPU machine without orchid's Debian
+# libraries). Usage: bash scripts/gpu-check.sh [model ...]
 # Exit status: 0 when every orchid run matched the reference; 1 when one failed or was
 # wrong (listed as FAILED at the end); 4 when all that ran matched but the budget cut
 # some runs (INCOMPLETE); 2 without a GPU; 3 when the build or a prerequisite is missing.
@@ -40,24 +48,77 @@ if ! "$python" -c 'import numpy' > /dev/null 2>&1; then
   exit 3
 fi
 
-launcher=()
-command -v ccache > /dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DORCHID_BUILD_TESTS=OFF \
-  "${launcher[@]}" > /tmp/orchid-gpu-check-cmake.log 2>&1 ||
-  { tail -20 /tmp/orchid-gpu-check-cmake.log; echo "gpu-check: FAILED: cmake" >&2; exit 3; }
-if ! grep -q "CUDA backend with NVRTC" /tmp/orchid-gpu-check-cmake.log; then
-  grep -i cuda /tmp/orchid-gpu-check-cmake.log >&2
-  echo "gpu-check: FAILED: the CUDA toolkit was not found (orchid would build without --device cuda)" >&2
-  exit 3
-fi
-ninja -C build-gpu orchid > /tmp/orchid-gpu-check-build.log 2>&1 ||
-  { tail -30 /tmp/orchid-gpu-check-build.log; echo "gpu-check: FAILED: build" >&2; exit 3; }
-orchid=build-gpu/orchid
-echo "gpu-check: built in $(( $(date +%s) - start )) s"
-
-work=$(mktemp -d /tmp/orchid-gpu-check.XXXXXX)
+# Logs and outputs of this run only (several checks may share a machine).
+work=$(mktemp -d "${TMPDIR:-/tmp}/orchid-gpu-check.XXXXXX")
 rows="$work/rows.jsonl"
 : > "$rows"
+# Copies what this run wrote to $OUT (the device tool brings that folder back).
+export_results() {
+  [ -n "${OUT:-}" ] && [ -d "$OUT" ] || return 0
+  cp -r "$work" "$OUT/gpu-check-work" 2>/dev/null
+  cp bench/results/gpu_check.* "$OUT/" 2>/dev/null
+  return 0
+}
+trap export_results EXIT
+
+unit=${ORCHID_GPU_CHECK_UNIT:-1}
+bundle=${ORCHID_GPU_CHECK_BUNDLE:-}
+if [ -n "$bundle" ]; then
+  # Binaries built elsewhere (scripts/gpu-bundle.sh), run through their packed loader.
+  [ -f "$bundle" ] || { echo "gpu-check: FAILED: no bundle $bundle" >&2; exit 3; }
+  packed="$work/bundle"
+  mkdir -p "$packed" && tar -C "$packed" -xJf "$bundle" ||
+    { echo "gpu-check: FAILED: cannot unpack $bundle" >&2; exit 3; }
+  # The unit tests read models/ and configs/ where they were built: point that at here.
+  src=$(cat "$packed/source_dir")
+  if [ ! "$src" -ef "$PWD" ]; then
+    if [ -e "$src" ] || ! { mkdir -p "$(dirname "$src")" && ln -s "$PWD" "$src"; }; then
+      echo "gpu-check: FAILED: cannot make $src this checkout (the unit tests need it)" >&2
+      exit 3
+    fi
+  fi
+  # NVRTC (linked) and cuBLASLt/cuDNN (optional) from this machine's toolkit or wheels.
+  libdirs="$packed/lib"
+  roots=(/usr/local/cuda*/lib* /usr/lib/x86_64-linux-gnu
+         $("$python" -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null))
+  for name in libnvrtc.so.13 libcublasLt.so.13 libcudnn.so.9; do
+    found=$(find "${roots[@]}" -name "$name*" 2>/dev/null | head -1)
+    [ -n "$found" ] && libdirs="$libdirs:$(dirname "$found")"
+  done
+  [ -n "${LD_LIBRARY_PATH:-}" ] && libdirs="$libdirs:$LD_LIBRARY_PATH"
+  build=build  # where the unit tests call orchid
+  mkdir -p "$build/tests"
+  for b in orchid tests/orchid_unit_tests; do
+    printf '#!/bin/sh\nexport OMP_WAIT_POLICY=PASSIVE ORCHID_CONFIG_DIR="%s"\nexec "%s" --library-path "%s" "%s" "$@"\n' \
+      "$PWD/configs" "$packed/lib/ld-linux-x86-64.so.2" "$libdirs" "$packed/bin/$(basename "$b")" \
+      > "$build/$b"
+    chmod +x "$build/$b"
+  done
+  "$build/orchid" --version > "$work/bundle.log" 2>&1 ||
+    { cat "$work/bundle.log" >&2; echo "gpu-check: FAILED: the bundled orchid does not start" >&2; exit 3; }
+  orchid=$build/orchid
+  echo "gpu-check: using the binaries of $bundle ($("$orchid" --version))"
+else
+  targets=(orchid)
+  [ "$unit" = 1 ] && targets+=(orchid_unit_tests)
+  launcher=()
+  command -v ccache > /dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  tests_flag=OFF
+  [ "$unit" = 1 ] && tests_flag=ON
+  build=${ORCHID_GPU_CHECK_BUILD:-build-gpu}
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DORCHID_BUILD_TESTS=$tests_flag \
+    "${launcher[@]}" > "$work/cmake.log" 2>&1 ||
+    { tail -20 "$work/cmake.log"; echo "gpu-check: FAILED: cmake (a missing library? see above)" >&2; exit 3; }
+  if ! grep -q "CUDA backend with NVRTC" "$work/cmake.log"; then
+    grep -i cuda "$work/cmake.log" >&2
+    echo "gpu-check: FAILED: the CUDA toolkit was not found (orchid would build without --device cuda)" >&2
+    exit 3
+fi
+ninja -C "$build" "${targets[@]}" > "$work/build.log" 2>&1 ||
+  { tail -30 "$work/build.log"; echo "gpu-check: FAILED: build" >&2; exit 3; }
+orchid=$build/orchid
+echo "gpu-check: built ${targets[*]} in $(( $(date +%s) - start )) s"
+fi
 if [ $# -gt 0 ]; then
   models=("$@")
 else
@@ -70,6 +131,29 @@ record() {  # model engine median_ms ok note
   printf '{"model":"%s","engine":"%s","median_ms":%s,"ok":%s,"note":"%s"}\n' \
     "$1" "$2" "${3:-null}" "${4:-null}" "${5//\"/\'}" >> "$rows"
 }
+
+# The GPU backend's unit tests, on the GPU (a missing GPU fails them instead of skipping).
+if [ "$unit" = 1 ]; then
+  log="$work/unit.log"
+  if [ "$(left)" -lt 60 ]; then
+    record unit orchid-unit null null "skipped: time budget"
+  else
+    ORCHID_REQUIRE_GPU=1 timeout $(( $(left) > 150 ? 150 : $(left) - 30 )) \
+      "$build/tests/orchid_unit_tests" \
+      --gtest_filter='Codegen*:VendorLinear*:Nvrtc*:Zoo/NvrtcZoo.*:NvccCodegen*:Zoo/OpenCLZoo.*:-*Long*' \
+      > "$log" 2>&1
+    rc=$?
+    passed=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log")
+    failed=$(grep -c '^\[  FAILED  \] [A-Za-z]' "$log")
+    if [ $rc -eq 0 ]; then
+      record unit orchid-unit null true "${passed:-0} tests passed on the GPU"
+    elif [ $rc -eq 124 ]; then
+      record unit orchid-unit null null "cut by the time budget after ${passed:-some} tests"
+    else
+      record unit orchid-unit null false "$failed failed: $(grep -m3 '^\[  FAILED  \] [A-Za-z]' "$log" | cut -c14- | sed 's/ (.*//' | tr '\n' ' ')"
+    fi
+  fi
+fi
 
 for m in "${models[@]}"; do
   onnx=models/$m.onnx
@@ -164,7 +248,7 @@ rows = [json.loads(l) for l in open(sys.argv[1])]
 gpu = sys.argv[2]
 engines = ["orchid-optimal", "orchid-greedy-fusion", "orchid-operator-level",
            "orchid-optimal-vendor", "eager", "compile", "ort"]
-models = list(dict.fromkeys(r["model"] for r in rows))
+models = list(dict.fromkeys(r["model"] for r in rows if r["engine"] != "orchid-unit"))
 cell = {(r["model"], r["engine"]): r for r in rows}
 def fmt(r):
     if r is None: return "-"
@@ -184,12 +268,16 @@ def geomean(a, b):
     rs = [cell[(m, b)]["median_ms"] / cell[(m, a)]["median_ms"] for m in models
           if cell.get((m, a), {}).get("median_ms") and cell.get((m, b), {}).get("median_ms")]
     return (math.exp(sum(map(math.log, rs)) / len(rs)), len(rs)) if rs else (None, 0)
-plans = [r for r in rows if r["engine"].startswith("orchid-") and r["engine"] != "orchid-profile"]
+plans = [r for r in rows if r["engine"].startswith("orchid-") and r["engine"] not in ("orchid-profile", "orchid-unit")]
 correct = sum(1 for r in plans if r["ok"] is True)
 total = len(plans)
 summary = [f"GPU: {gpu}; {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
            f"orchid plans matching the reference: {correct}/{total}"]
 for r in rows:
+    if r["engine"] == "orchid-unit":
+        summary.append("GPU backend unit tests on the GPU: "
+                       + ("ok" if r["ok"] else "FAILED" if r["ok"] is False else "not run")
+                       + (f' ({r["note"]})' if r["note"] else ""))
     if r["engine"] == "orchid-profile":
         summary.append(f'--device cuda --profile on {r["model"]}: '
                        + ("ok" if r["ok"] else "FAILED" if r["ok"] is False else "not run")

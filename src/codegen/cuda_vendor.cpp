@@ -25,6 +25,11 @@ namespace {
 
 #define ORCHID_VSTR2(x) #x
 #define ORCHID_VSTR(x) ORCHID_VSTR2(x)
+// Each library's entry points are listed once (an X-macro list) and expanded twice: a
+// pointer member per function, then its lookup in the loaded library.
+#define ORCHID_ENTRY_POINTER(fn) decltype(&fn) fn##_p = nullptr;
+#define ORCHID_ENTRY_RESOLVE(fn) \
+  fn##_p = reinterpret_cast<decltype(&fn)>(lib.symbol(ORCHID_VSTR(fn)));
 
 // The first of `names` that loads, and each symbol from the first handle that has it.
 struct Library {
@@ -56,7 +61,6 @@ CUdeviceptr address(const std::array<CUdeviceptr, 4>& bases, const DeviceTensor&
 
 #ifdef ORCHID_HAVE_CUBLASLT
 struct Lt {
-#define ORCHID_LT(fn) decltype(&fn) fn##_p = nullptr;
 // clang-format off
 #define ORCHID_LT_LIST(X) \
   X(cublasLtCreate) X(cublasLtDestroy) X(cublasLtMatmul) X(cublasLtMatmulDescCreate) \
@@ -65,17 +69,14 @@ struct Lt {
   X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy) \
   X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic)
   // clang-format on
-  ORCHID_LT_LIST(ORCHID_LT)
-#undef ORCHID_LT
+  ORCHID_LT_LIST(ORCHID_ENTRY_POINTER)
   Library lib{"cuBLASLt",
               {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so.11", "libcublasLt.so"}};
   cublasLtHandle_t handle = nullptr;
 
   Lt() {
     if (!lib.error.empty()) return;
-#define ORCHID_LT(fn) fn##_p = reinterpret_cast<decltype(&fn)>(lib.symbol(ORCHID_VSTR(fn)));
-    ORCHID_LT_LIST(ORCHID_LT)
-#undef ORCHID_LT
+    ORCHID_LT_LIST(ORCHID_ENTRY_RESOLVE)
     if (lib.error.empty() && cublasLtCreate_p(&handle) != CUBLAS_STATUS_SUCCESS) {
       lib.error = "cublasLtCreate failed";
     }
@@ -201,7 +202,6 @@ class LtGemm final : public VendorOp {
 
 #ifdef ORCHID_HAVE_CUDNN
 struct Dnn {
-#define ORCHID_DNN(fn) decltype(&fn) fn##_p = nullptr;
 // clang-format off
 #define ORCHID_DNN_LIST(X) \
   X(cudnnCreate) X(cudnnSetStream) X(cudnnGetErrorString) \
@@ -214,8 +214,7 @@ struct Dnn {
   X(cudnnGetConvolutionForwardAlgorithm_v7) X(cudnnGetConvolutionForwardWorkspaceSize) \
   X(cudnnConvolutionBiasActivationForward)
   // clang-format on
-  ORCHID_DNN_LIST(ORCHID_DNN)
-#undef ORCHID_DNN
+  ORCHID_DNN_LIST(ORCHID_ENTRY_POINTER)
   Library lib{"cuDNN",
               {"libcudnn.so.9", "libcudnn_cnn.so.9", "libcudnn_ops.so.9", "libcudnn_graph.so.9",
                "libcudnn.so.8", "libcudnn.so"}};
@@ -223,9 +222,7 @@ struct Dnn {
 
   Dnn() {
     if (!lib.error.empty()) return;
-#define ORCHID_DNN(fn) fn##_p = reinterpret_cast<decltype(&fn)>(lib.symbol(ORCHID_VSTR(fn)));
-    ORCHID_DNN_LIST(ORCHID_DNN)
-#undef ORCHID_DNN
+    ORCHID_DNN_LIST(ORCHID_ENTRY_RESOLVE)
     if (lib.error.empty() && cudnnCreate_p(&handle) != CUDNN_STATUS_SUCCESS) {
       lib.error = "cudnnCreate failed";
     }
@@ -247,26 +244,28 @@ int narrow(std::int64_t v) {
   return static_cast<int>(v);
 }
 
+// An NCHW float tensor descriptor of `dims`.
+cudnnTensorDescriptor_t tensor4d(const std::array<std::int64_t, 4>& dims, const char* what) {
+  Dnn& d = dnn();
+  cudnnTensorDescriptor_t t = nullptr;
+  dnn_check(d.cudnnCreateTensorDescriptor_p(&t), what);
+  dnn_check(d.cudnnSetTensor4dDescriptor_p(t, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, narrow(dims[0]),
+                                           narrow(dims[1]), narrow(dims[2]), narrow(dims[3])),
+            what);
+  return t;
+}
+
 class DnnConv final : public VendorOp {
  public:
   DnnConv(const VendorConv& c, const VendorMemory& memory) : c_(c) {
     Dnn& d = dnn();
-    dnn_check(d.cudnnCreateTensorDescriptor_p(&x_), "tensor descriptor");
-    dnn_check(d.cudnnCreateTensorDescriptor_p(&y_), "tensor descriptor");
-    dnn_check(d.cudnnCreateTensorDescriptor_p(&bias_), "tensor descriptor");
+    const Shape& ys = c.y.shape;
+    x_ = tensor4d({c.n, c.c, c.h, c.wd}, "x descriptor");
+    y_ = tensor4d({ys[0], ys[1], ys[2], ys[3]}, "y descriptor");
+    bias_ = tensor4d({1, c.k, 1, 1}, "bias descriptor");
     dnn_check(d.cudnnCreateFilterDescriptor_p(&w_), "filter descriptor");
     dnn_check(d.cudnnCreateConvolutionDescriptor_p(&conv_), "convolution descriptor");
     dnn_check(d.cudnnCreateActivationDescriptor_p(&act_), "activation descriptor");
-    dnn_check(d.cudnnSetTensor4dDescriptor_p(x_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, narrow(c.n),
-                                             narrow(c.c), narrow(c.h), narrow(c.wd)),
-              "x descriptor");
-    const Shape& ys = c.y.shape;
-    dnn_check(d.cudnnSetTensor4dDescriptor_p(y_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, narrow(ys[0]),
-                                             narrow(ys[1]), narrow(ys[2]), narrow(ys[3])),
-              "y descriptor");
-    dnn_check(d.cudnnSetTensor4dDescriptor_p(bias_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1,
-                                             narrow(c.k), 1, 1),
-              "bias descriptor");
     dnn_check(d.cudnnSetFilter4dDescriptor_p(w_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, narrow(c.k),
                                              narrow(c.c / c.groups), narrow(c.r), narrow(c.s)),
               "filter descriptor");
@@ -344,28 +343,31 @@ class DnnConv final : public VendorOp {
 };
 #endif
 
+// The op when its library loaded; else null with the library's reason.
+template <typename Op, typename Spec>
+std::unique_ptr<VendorOp> make_if_loaded(const Library& lib, const Spec& spec,
+                                         const VendorMemory& memory, std::string* why) {
+  if (!lib.error.empty()) {
+    *why = lib.error;
+    return nullptr;
+  }
+  return std::make_unique<Op>(spec, memory);
+}
+
 }  // namespace
 
 std::unique_ptr<VendorOp> make_vendor_op(const VendorCall& call, const VendorMemory& memory,
                                          std::string* why) {
   if (call.kind == VendorCall::Kind::Gemm) {
 #ifdef ORCHID_HAVE_CUBLASLT
-    if (!lt().lib.error.empty()) {
-      *why = lt().lib.error;
-      return nullptr;
-    }
-    return std::make_unique<LtGemm>(call.gemm, memory);
+    return make_if_loaded<LtGemm>(lt().lib, call.gemm, memory, why);
 #else
     *why = "orchid was built without cublasLt.h";
     return nullptr;
 #endif
   }
 #ifdef ORCHID_HAVE_CUDNN
-  if (!dnn().lib.error.empty()) {
-    *why = dnn().lib.error;
-    return nullptr;
-  }
-  return std::make_unique<DnnConv>(call.conv, memory);
+  return make_if_loaded<DnnConv>(dnn().lib, call.conv, memory, why);
 #else
   *why = "orchid was built without cudnn.h";
   return nullptr;

@@ -39,6 +39,8 @@ constexpr const char* kCuda = R"(// orchid generated kernels: CUDA C++ (NVRTC or
 #define ORCHID_INF __int_as_float(0x7f800000)
 typedef long long i64;
 typedef int i32;
+typedef unsigned long long u64;
+typedef unsigned int u32;
 typedef signed char i8;
 typedef unsigned char uchar;
 typedef unsigned char u8;
@@ -57,6 +59,8 @@ constexpr const char* kOpenCL = R"(// orchid generated kernels: OpenCL C 1.2+
 #define ORCHID_INF INFINITY
 typedef long i64;
 typedef int i32;
+typedef ulong u64;
+typedef uint u32;
 typedef char i8;
 typedef uchar u8;
 #define MAKE_F4(a, b, c, d) ((float4)(a, b, c, d))

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "codegen/elementwise_expr.hpp"
+#include "codegen/search_ops.hpp"
 #include "ir/ops/layout_params.hpp"
 #include "util/error.hpp"
 
@@ -198,6 +199,10 @@ void KernelWriter::unbind(const std::string& t) {
   bindings_.erase(t);
 }
 
+void KernelWriter::remember(const std::string& t, const Coords& coords, const std::string& v) {
+  scopes_.back()[t + "@" + join(normalized(t, coords))] = v;
+}
+
 std::string KernelWriter::value(const std::string& t, const Coords& coords) {
   const TensorInfo& info = env_.graph->tensor(t);
   const Coords c = normalized(t, coords);
@@ -214,7 +219,7 @@ std::string KernelWriter::value(const std::string& t, const Coords& coords) {
   }
   std::string v;
   if (auto it = env_.inline_producers.find(t); it != env_.inline_producers.end()) {
-    v = temp(info.dtype, compute(*it->second, c));
+    v = temp(info.dtype, compute(*it->second, t, c));
   } else if (const int lane = vector_lane(t, c); lane >= 0) {
     Coords c0 = c;
     c0.back() = lanes_[0];
@@ -299,8 +304,13 @@ void KernelWriter::store(const std::string& t, const Coords& coords, const std::
   line(fmt::format("{}[{}] = {};", pointer(t, true), linearize(info.shape, coords), v));
 }
 
-std::string KernelWriter::compute(const Node& node, const Coords& c) {
+std::string KernelWriter::compute(const Node& node, const std::string& t, const Coords& c) {
   const Graph& g = *env_.graph;
+  if (is_search_op(node.op_type)) return search_value(*this, node, t, c);
+  // The other families compute a node's first output only (a Dropout mask, say, is not).
+  if (t != node.outputs[0]) {
+    unsupported("{}: no device code for its output '{}'", node.describe(), t);
+  }
   if (has_elementwise_expr(node.op_type) && node.op_type != "Identity") {
     std::vector<std::string> args;
     std::vector<DType> types;

@@ -63,6 +63,9 @@ class KernelWriter {
   std::string value(const std::string& t, const Coords& coords);
   void bind(const std::string& t, const std::string& reg, const Coords& coords);
   void unbind(const std::string& t);
+  // Records that `t` at `coords` is already held in variable `v` in the current scope
+  // (a node computing several outputs at once, such as TopK's values and indices).
+  void remember(const std::string& t, const Coords& coords, const std::string& v);
 
   // Writes `v` to tensor `t` at `coords` (a coordinate of `t`'s own shape).
   void store(const std::string& t, const Coords& coords, const std::string& v);
@@ -98,7 +101,7 @@ class KernelWriter {
 
  private:
   Coords normalized(const std::string& t, const Coords& coords) const;
-  std::string compute(const Node& node, const Coords& coords);
+  std::string compute(const Node& node, const std::string& t, const Coords& coords);
   std::string layout_value(const Node& node, const Coords& coords);
   std::string resize_value(const Node& node, const Coords& coords);
   std::string pad_value(const Node& node, const Coords& coords);

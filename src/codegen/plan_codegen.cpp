@@ -218,27 +218,32 @@ class KernelPlanner {
     // Tensors to store in node order, each with the anchors it needs.
     std::vector<std::pair<std::string, std::set<std::string>>> items;
     for (const Node* n : nodes_) {
-      const std::string& t = n->outputs[0];
-      if (!stored.count(t)) continue;
-      std::set<std::string> roots;
-      if (is_anchor(*n)) {
-        roots.insert(t);
-        for (const auto& in : n->inputs) {
-          if (in.empty()) continue;
-          for (const auto& r : roots_of(in, stored, memo)) {
-            // Only a reduction may read another (unstored) reduction of its rows.
-            if (anchor_family(*n) != Family::Row) throw FusionRefused{r};
-            roots.insert(r);
+      // An anchor computes its first output; an inline node may compute several (TopK).
+      for (const std::string& t : n->outputs) {
+        if (t.empty() || !stored.count(t)) continue;
+        std::set<std::string> roots;
+        if (is_anchor(*n)) {
+          if (t != n->outputs[0]) {  // MaxPool's indices, say
+            unsupported("{}: no device code for its output '{}'", n->describe(), t);
+          }
+          roots.insert(t);
+          for (const auto& in : n->inputs) {
+            if (in.empty()) continue;
+            for (const auto& r : roots_of(in, stored, memo)) {
+              // Only a reduction may read another (unstored) reduction of its rows.
+              if (anchor_family(*n) != Family::Row) throw FusionRefused{r};
+              roots.insert(r);
+            }
+          }
+        } else {
+          for (const auto& in : n->inputs) {
+            if (in.empty()) continue;
+            auto sub = roots_of(in, stored, memo);
+            roots.insert(sub.begin(), sub.end());
           }
         }
-      } else {
-        for (const auto& in : n->inputs) {
-          if (in.empty()) continue;
-          auto sub = roots_of(in, stored, memo);
-          roots.insert(sub.begin(), sub.end());
-        }
+        items.emplace_back(t, std::move(roots));
       }
-      items.emplace_back(t, std::move(roots));
     }
     // Anchors that end up in one stage: union of the root sets that share an anchor.
     std::map<std::string, std::string> parent;
@@ -395,7 +400,10 @@ class KernelPlanner {
       text += w.finish(name, shared);
       std::vector<const Node*> covered;
       for (const Node* n : nodes_) {
-        if (own.count(n->outputs[0])) covered.push_back(n);
+        if (std::any_of(n->outputs.begin(), n->outputs.end(),
+                        [&](const std::string& t) { return own.count(t) != 0; })) {
+          covered.push_back(n);
+        }
       }
       Launch l;
       l.name = name;

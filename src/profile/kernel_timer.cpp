@@ -75,49 +75,61 @@ void flush_constants(const Graph& g) {
 
 }  // namespace
 
+Plan one_kernel_plan(const Graph& g, const std::string& timer) {
+  const PrimitiveGraphIndex index(g, {});
+  std::vector<std::size_t> all(g.nodes.size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+  auto plan = build_plan(index, {}, {KernelChoice{all, 0.0}}, "profile");
+  if (!plan) fail("{}: the kernel cannot be scheduled", timer);
+  return std::move(*plan);
+}
+
+KernelTiming repeat_timed_runs(const KernelTimerOptions& options,
+                               const std::function<double()>& timed_run_us) {
+  std::vector<double> times;
+  double spent_us = 0;
+  while (static_cast<int>(times.size()) < std::max(1, options.min_reps) ||
+         (spent_us < options.target_seconds * 1e6 &&
+          static_cast<int>(times.size()) < std::max(options.min_reps, options.max_reps))) {
+    times.push_back(timed_run_us());
+    spent_us += times.back();
+  }
+  KernelTiming timing;
+  timing.cv = coefficient_of_variation(times);
+  std::sort(times.begin(), times.end());
+  timing.ok = true;
+  timing.reps = static_cast<int>(times.size());
+  timing.median_us = median(times);
+  timing.p10_us = percentile_of_sorted(times, 0.1);
+  timing.p90_us = percentile_of_sorted(times, 0.9);
+  timing.min_us = times.front();
+  return timing;
+}
+
 KernelTiming time_kernel(const KernelView& kernel, const KernelTimerOptions& options) {
   using Clock = std::chrono::steady_clock;
-  KernelTiming timing;
   try {
     const Graph g = kernel_graph(kernel);
-    const PrimitiveGraphIndex index(g, {});
-    std::vector<std::size_t> all(g.nodes.size());
-    for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
-    const std::map<std::string, std::string> no_alternatives;
-    const auto plan = build_plan(index, no_alternatives, {KernelChoice{all, 0.0}}, "profile");
-    if (!plan) fail("kernel timer: the kernel cannot be scheduled");
+    const Plan plan = one_kernel_plan(g, "kernel timer");
     const TensorMap inputs = make_random_inputs(g, options.seed);
     // As inside the model: boundary tensors that convolutions exchange with neighbouring
     // convolutions stay NHWC; the others are plain and cost their reorders.
     PlanExecutorOptions executor_options;
     executor_options.boundary_nhwc = channels_last_boundaries(kernel);
-    PlanExecutor executor(g, *plan, no_alternatives, executor_options);
+    const std::map<std::string, std::string> no_alternatives;  // must outlive the executor
+    PlanExecutor executor(g, plan, no_alternatives, executor_options);
     for (int r = 0; r < std::max(1, options.warmup_runs); ++r) executor.execute(inputs);
-    std::vector<double> times;
-    double spent = 0;
-    while (static_cast<int>(times.size()) < std::max(1, options.min_reps) ||
-           (spent < options.target_seconds &&
-            static_cast<int>(times.size()) < std::max(options.min_reps, options.max_reps))) {
-      if (options.flush_weights) flush_constants(g);
+    return repeat_timed_runs(options, [&] {
+      if (options.flush_weights) flush_constants(g);  // not timed
       const auto start = Clock::now();
       executor.execute(inputs);
-      const double s = std::chrono::duration<double>(Clock::now() - start).count();
-      times.push_back(s * 1e6);
-      spent += s;
-    }
-    timing.cv = coefficient_of_variation(times);
-    std::sort(times.begin(), times.end());
-    timing.ok = true;
-    timing.reps = static_cast<int>(times.size());
-    timing.median_us = median(times);
-    timing.p10_us = percentile_of_sorted(times, 0.1);
-    timing.p90_us = percentile_of_sorted(times, 0.9);
-    timing.min_us = times.front();
+      return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+    });
   } catch (const std::exception& e) {
-    timing = KernelTiming{};
+    KernelTiming timing;
     timing.error = e.what();
+    return timing;
   }
-  return timing;
 }
 
 }  // namespace orchid

@@ -12,10 +12,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "fission/kernel_view.hpp"
 #include "ir/graph.hpp"
+#include "orchestrate/plan.hpp"
 
 namespace orchid {
 
@@ -58,5 +60,14 @@ Graph kernel_graph(const KernelView& kernel);
 
 // Never throws for a kernel the executor cannot run: ok = false with the reason.
 KernelTiming time_kernel(const KernelView& kernel, const KernelTimerOptions& options = {});
+
+// Shared by the CPU and CUDA timers. The plan running all of kernel_graph's nodes as one
+// kernel; orchid::Error naming `timer` when it cannot be scheduled.
+Plan one_kernel_plan(const Graph& kernel_graph, const std::string& timer);
+// The timing loop: `timed_run_us` runs the kernel once and returns the microseconds it
+// measured; repeated until options.target_seconds of measured time (min_reps..max_reps
+// runs), then the statistics. Warm-up runs are the caller's.
+KernelTiming repeat_timed_runs(const KernelTimerOptions& options,
+                               const std::function<double()>& timed_run_us);
 
 }  // namespace orchid

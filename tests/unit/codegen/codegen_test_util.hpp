@@ -8,15 +8,24 @@
 #include <cstdint>
 #include <string>
 
+#include <cstdlib>
+#include <filesystem>
+#include <vector>
+
+#include "codegen/cuda_backend.hpp"
+#include "cost/cost_model.hpp"
 #include "eval/reference_interpreter.hpp"
 #include "fission/kernel_view.hpp"
 #include "ir/op_registry.hpp"
+#include "orchestrate/orchestrator.hpp"
 #include "orchestrate/plan.hpp"
+#include "passes/load_model.hpp"
+#include "test_config_roots.hpp"
 
 namespace orchid::codegen::test {
 
 // Device results agree with the reference when |got - want| <= 1e-4 + 1e-3 |want|
-// elementwise (device kernels sum in a different order; transcendental functions of
+// elementwise, or both NaN (device kernels sum in a different order; transcendental functions of
 // OpenCL/CUDA are within a few ulp, the reference computes them in double).
 inline void expect_close(const TensorMap& got, const TensorMap& expected,
                          const std::string& where) {
@@ -29,6 +38,7 @@ inline void expect_close(const TensorMap& got, const TensorMap& expected,
     for (std::int64_t i = 0; i < want.numel(); ++i) {
       const double b = want.get_as_double(i);
       const double a = have.get_as_double(i);
+      if (std::isnan(a) && std::isnan(b)) continue;  // NaN where the reference has NaN
       if (!(std::fabs(a - b) <= 1e-4 + 1e-3 * std::fabs(b))) {
         if (bad++ < 3)
           ADD_FAILURE() << where << ": " << out << "[" << i << "]: " << a << " vs " << b;
@@ -59,15 +69,22 @@ class GraphBuilder {
   }
   std::string node(const std::string& op, std::vector<std::string> inputs,
                    std::map<std::string, Attribute> attributes = {}) {
+    return node_outputs(op, std::move(inputs), std::move(attributes), 1)[0];
+  }
+  // A node with `count` outputs (TopK: values, indices).
+  std::vector<std::string> node_outputs(const std::string& op, std::vector<std::string> inputs,
+                                        std::map<std::string, Attribute> attributes,
+                                        std::size_t count) {
     Node n;
     n.name = "n" + std::to_string(g_.nodes.size());
     n.op_type = op;
     n.inputs = std::move(inputs);
     n.attributes = std::move(attributes);
-    n.outputs.push_back(n.name + "_out");
+    for (std::size_t i = 0; i < count; ++i)
+      n.outputs.push_back(n.name + "_out" + (i ? std::to_string(i) : ""));
     g_.nodes.push_back(n);
     infer_node_types(g_, g_.nodes.back());
-    return n.outputs[0];
+    return n.outputs;
   }
   Graph finish(std::vector<std::string> outputs) {
     g_.outputs = std::move(outputs);
@@ -103,6 +120,48 @@ inline Plan plan_of(const Graph& g, const std::vector<std::vector<std::size_t>>&
     plan.kernels.push_back(std::move(pk));
   }
   return plan;
+}
+
+// Plan-kernel groups for plan_of: all nodes in one kernel, or one kernel per node.
+inline std::vector<std::vector<std::size_t>> fused_groups(const Graph& g) {
+  std::vector<std::size_t> all;
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) all.push_back(i);
+  return {all};
+}
+inline std::vector<std::vector<std::size_t>> per_node_groups(const Graph& g) {
+  std::vector<std::vector<std::size_t>> each;
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) each.push_back({i});
+  return each;
+}
+
+// Whether a CUDA GPU can run the device programs of a test. The unit tests run here on
+// PoCL only; on a GPU machine (scripts/gpu-check.sh) they also run each program on the
+// GPU, and ORCHID_REQUIRE_GPU=1 makes a missing GPU a failure instead of a skip.
+inline bool cuda_gpu_present() {
+  static const std::string missing = [] {
+    std::string why;
+    return detect_cuda_gpu(&why) ? std::string() : why;
+  }();
+  const char* required = std::getenv("ORCHID_REQUIRE_GPU");
+  if (!missing.empty() && required && std::string(required) == "1") {
+    ADD_FAILURE() << "ORCHID_REQUIRE_GPU=1 but no CUDA GPU: " << missing;
+  }
+  return missing.empty();
+}
+
+// models/NAME.onnx, imported.
+inline LoadedModel load_zoo_model(const std::string& name) {
+  return load_model((std::filesystem::path(ORCHID_MODELS_DIR) / (name + ".onnx")).string());
+}
+
+// The model's plans, orchestrated with the a100 device model as `--device opencl|cuda`
+// does (20 s BLP limit).
+inline Orchestration orchestrate_for_a100(const Graph& model) {
+  const auto cost_model =
+      make_analytic_cost_model(load_device_spec("a100", orchid::test::source_configs()));
+  OrchestrateOptions options;
+  options.time_limit_s = 20;
+  return orchestrate(model, *cost_model, options);
 }
 
 }  // namespace orchid::codegen::test

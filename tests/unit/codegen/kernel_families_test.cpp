@@ -8,6 +8,7 @@
 // 1e-4 + 1e-3 |ref|.
 #include <gtest/gtest.h>
 
+#include "codegen/cuda_backend.hpp"
 #include "codegen/opencl_executor.hpp"
 #include "codegen/plan_codegen.hpp"
 #include "codegen_test_util.hpp"
@@ -19,22 +20,40 @@ namespace {
 using test::GraphBuilder;
 using test::plan_of;
 
+void check_opencl(const Graph& g, const TensorMap& feed, const TensorMap& expected,
+                  int fused_launches);
+
+// `g` against the reference interpreter: through OpenCL where a device is present
+// (check_opencl), and as CUDA on the GPU where one is (the GPU check script).
+void check(const Graph& g, int fused_launches = -1) {
+  std::string why;
+  const bool opencl = OpenCLExecutor::available(&why);
+  const bool gpu = test::cuda_gpu_present();
+  if (!opencl && !gpu) GTEST_SKIP() << why;
+  const TensorMap feed = make_random_inputs(g, 1);
+  const TensorMap expected = ReferenceInterpreter(g).run(feed);
+  if (opencl) check_opencl(g, feed, expected, fused_launches);
+  // On a GPU machine: the CUDA target of the same graph, fused and per node, on the GPU.
+  if (!gpu) return;
+  for (const auto& [name, groups] : {std::pair{"cuda fused", test::fused_groups(g)},
+                                     std::pair{"cuda per-node", test::per_node_groups(g)}}) {
+    const DeviceProgram program =  // the executor keeps a reference
+        generate_device_program(g, plan_of(g, groups), {}, Target::Cuda, {});
+    CudaExecutor executor(program);
+    executor.execute(feed);
+    test::expect_close(executor.outputs(), expected, name);
+  }
+}
+
 // `fused_launches`: how many device kernels the one-kernel plan must take (-1: any).
 // Runs the graph fused and per node (float4 where allowed), fused with vectorisation
 // off (the scalar variant of every stage), and per node with misaligned arena tensors
 // (vector loops whose loads/stores of those tensors fall back to scalars). The last two
 // only where some launch is vectorised: otherwise they would repeat the first two.
-void check(const Graph& g, int fused_launches = -1) {
-  std::string why;
-  if (!OpenCLExecutor::available(&why)) GTEST_SKIP() << why;
-  const TensorMap feed = make_random_inputs(g, 1);
-  const TensorMap expected = ReferenceInterpreter(g).run(feed);
-  std::vector<std::size_t> all;
-  std::vector<std::vector<std::size_t>> each;
-  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
-    all.push_back(i);
-    each.push_back({i});
-  }
+void check_opencl(const Graph& g, const TensorMap& feed, const TensorMap& expected,
+                  int fused_launches) {
+  const auto fused = test::fused_groups(g);
+  const auto each = test::per_node_groups(g);
   struct Variant {
     std::string name;
     std::vector<std::vector<std::size_t>> groups;
@@ -43,8 +62,8 @@ void check(const Graph& g, int fused_launches = -1) {
   };
   bool vectorised = false;
   for (const Variant& v :
-       {Variant{"fused", {all}, true, 0}, Variant{"per-node", each, true, 0},
-        Variant{"fused scalar", {all}, false, 0}, Variant{"per-node misaligned", each, true, 4}}) {
+       {Variant{"fused", fused, true, 0}, Variant{"per-node", each, true, 0},
+        Variant{"fused scalar", fused, false, 0}, Variant{"per-node misaligned", each, true, 4}}) {
     if ((!v.vectorize || v.shift != 0) && !vectorised) continue;
     CodegenOptions options;
     options.vectorize = v.vectorize;
@@ -71,10 +90,9 @@ void check(const Graph& g, int fused_launches = -1) {
 
 // Vector width of each launch of the one-kernel plan, by the ops it stores.
 std::map<std::string, int> vector_widths(const Graph& g) {
-  std::vector<std::size_t> all;
-  for (std::size_t i = 0; i < g.nodes.size(); ++i) all.push_back(i);
   std::map<std::string, int> out;
-  for (const auto& l : generate_device_program(g, plan_of(g, {all}), {}, Target::OpenCL).launches) {
+  const Plan plan = plan_of(g, test::fused_groups(g));
+  for (const auto& l : generate_device_program(g, plan, {}, Target::OpenCL).launches) {
     out[l.ops] = l.vector_width;
   }
   return out;
@@ -241,6 +259,101 @@ TEST(CodegenSelection, GatherNDAndCumSum) {
   check(b.finish({g1, g2, c1, c2, c3, c4}));
 }
 
+// The CUDA target of the same graph, fused and per node, compiles with NVRTC for sm_80
+// and sm_90 (where orchid is built with the CUDA toolkit).
+void expect_nvrtc_compiles(const Graph& g) {
+  if (!cuda_built()) return;
+  for (const auto& groups : {test::fused_groups(g), test::per_node_groups(g)}) {
+    const DeviceProgram program =
+        generate_device_program(g, plan_of(g, groups), {}, Target::Cuda, {});
+    for (int arch : {80, 90}) {
+      const NvrtcResult r = nvrtc_compile(program.source, arch);
+      EXPECT_TRUE(r.ok) << "sm_" << arch << ":\n" << r.log.substr(0, 4000);
+    }
+  }
+}
+
+std::map<std::string, Attribute> attrs(std::int64_t axis, std::int64_t largest = 1,
+                                       std::int64_t sorted = 1) {
+  return {{"axis", axis}, {"largest", largest}, {"sorted", sorted}};
+}
+
+TEST(CodegenSearch, TopKLargestSmallestTiesNaNsAndIntegers) {
+  GraphBuilder b;
+  const auto x = b.input("x", {3, 7, 5});
+  const auto k3 = b.constant("k3", Tensor::from_int64s({3}));
+  const auto a = b.node_outputs("TopK", {x, k3}, attrs(1), 2);
+  // Coarse values: many ties, broken by the lower index in both directions.
+  const auto coarse =
+      b.node("Floor", {b.node("Mul", {x, b.constant("two", Tensor::scalar_f32(2))})});
+  const auto k5 = b.constant("k5", Tensor::from_int64s({5}));
+  const auto ties_hi = b.node_outputs("TopK", {coarse, k5}, attrs(-1), 2);
+  const auto ties_lo = b.node_outputs("TopK", {coarse, k3}, attrs(1, 0, 0), 2);
+  // NaN (sqrt of the negative half) ranks above every number, below for smallest.
+  const auto nan = b.node("Sqrt", {x});
+  const auto nan_hi = b.node_outputs("TopK", {nan, k3}, attrs(0), 2);
+  const auto nan_lo = b.node_outputs("TopK", {nan, k3}, attrs(2, 0), 2);
+  // A consumer of the values, and a TopK whose values are never used.
+  const auto scaled = b.node("Mul", {a[0], b.constant("half", Tensor::scalar_f32(0.5f))});
+  const auto ids = b.input("ids", {4, 6}, DType::I64);
+  const auto only_indices =
+      b.node_outputs("TopK", {ids, b.constant("k4", Tensor::from_int64s({4}))}, attrs(0, 0), 2);
+  const auto one = b.node_outputs("TopK", {x, b.constant("k1", Tensor::from_int64s({1}))}, attrs(2),
+                                  2);  // k = 1: ArgMax with its value
+  const Graph g = b.finish({a[1], scaled, ties_hi[0], ties_hi[1], ties_lo[0], ties_lo[1], nan_hi[0],
+                            nan_hi[1], nan_lo[0], nan_lo[1], only_indices[1], one[0], one[1]});
+  check(g);
+  expect_nvrtc_compiles(g);
+}
+
+TEST(CodegenSearch, ScatterElementsReductionsDuplicatesAndNegativeIndices) {
+  GraphBuilder b;
+  const auto x = b.input("x", {4, 5, 3});
+  // Indices smaller than data off the axis; duplicates (-4 is 0) and negatives.
+  const auto i0 = b.constant(
+      "i0", Tensor::from_vector<std::int64_t>({3, 2, 2}, {0, 1, 3, -4, 2, 2, -1, 0, 0, 0, 1, -3}));
+  const auto u0 = b.input("u0", {3, 2, 2});
+  const auto none = b.node("ScatterElements", {x, i0, u0}, {{"axis", std::int64_t{0}}});
+  const auto add = b.node("ScatterElements", {x, i0, u0},
+                          {{"axis", std::int64_t{0}}, {"reduction", std::string("add")}});
+  const auto mul = b.node("ScatterElements", {x, i0, u0},
+                          {{"axis", std::int64_t{0}}, {"reduction", std::string("mul")}});
+  const auto i1 = b.constant(
+      "i1", Tensor::from_vector<std::int32_t>({2, 5, 2}, {0, 2, 2, 2,  -1, 0, 1, 1, 0, 0,  //
+                                                          2, 1, 0, -3, 1,  1, 2, 2, 0, 1}));
+  const auto u1 = b.input("u1", {2, 5, 2});
+  const auto last = b.node("ScatterElements", {b.node("Exp", {x}), i1, b.node("Neg", {u1})},
+                           {{"axis", std::int64_t{-1}}, {"reduction", std::string("add")}});
+  const auto data = b.input("data", {3, 4}, DType::I64);
+  const auto iu = b.input("iu", {3, 2}, DType::I64);
+  const auto i2 = b.constant("i2", Tensor::from_vector<std::int64_t>({3, 2}, {1, 1, 0, 3, -1, 1}));
+  const auto ints = b.node("ScatterElements", {data, i2, iu},
+                           {{"axis", std::int64_t{1}}, {"reduction", std::string("add")}});
+  const auto relu = b.node("Relu", {mul});  // a consumer in the same kernel
+  const Graph g = b.finish({none, add, relu, last, ints});
+  check(g);
+  expect_nvrtc_compiles(g);
+}
+
+TEST(CodegenSearch, ScatterNDSlicesElementsAndDuplicates) {
+  GraphBuilder b;
+  const auto x = b.input("x", {4, 5, 6});
+  // k = 1: whole [5, 6] slices; index 2 twice (the last update wins), -1 is 3.
+  const auto i1 = b.constant("i1", Tensor::from_vector<std::int64_t>({3, 1}, {2, -1, 2}));
+  const auto s1 = b.node("ScatterND", {x, i1, b.input("u1", {3, 5, 6})});
+  // k = 2 with a batch of tuples: rows of 6.
+  const auto i2 =
+      b.constant("i2", Tensor::from_vector<std::int64_t>({2, 2, 2}, {0, 0, 3, -1, 1, 2, 0, 0}));
+  const auto s2 = b.node("ScatterND", {b.node("Sigmoid", {x}), i2, b.input("u2", {2, 2, 6})});
+  // k = rank: single elements; one tuple, a scalar update.
+  const auto i3 = b.constant("i3", Tensor::from_vector<std::int64_t>({3}, {1, -2, 5}));
+  const auto s3 = b.node("ScatterND", {x, i3, b.input("u3", {})});
+  const auto y = b.node("Add", {s3, s1});
+  const Graph g = b.finish({s1, s2, y});
+  check(g);
+  expect_nvrtc_compiles(g);
+}
+
 TEST(CodegenWindow, PoolingPadsAndCeil) {
   GraphBuilder b;
   const auto x = b.input("x", {2, 3, 13, 11});
@@ -357,6 +470,27 @@ TEST(CodegenIndexing, WideIndicesForHugeTensors) {
   }();
   const DeviceProgram q = generate_device_program(small, plan_of(small, {{0}}), {}, Target::OpenCL);
   EXPECT_NE(q.source.find("for (i32 i = "), std::string::npos) << q.source;
+}
+
+TEST(CodegenIndexing, SearchLoopsWidenWithTheTensor) {
+  // TopK's passes and ScatterElements' update loop count in 64 bits past 2^31 elements.
+  GraphBuilder b;
+  const auto x = b.input("x", {3, 1024, 1024, 1024});
+  const auto top =
+      b.node_outputs("TopK", {x, b.constant("k", Tensor::from_int64s({2}))}, attrs(3), 2);
+  const auto idx = b.constant("i", Tensor::from_vector<std::int64_t>({1, 1, 1, 2}, {5, -1}));
+  const auto scattered =
+      b.node("ScatterElements", {x, idx, b.input("u", {1, 1, 1, 2})}, {{"axis", std::int64_t{3}}});
+  const Graph g = b.finish({top[0], top[1], scattered});
+  const DeviceProgram p =
+      generate_device_program(g, plan_of(g, test::per_node_groups(g)), {}, Target::Cuda);
+  EXPECT_NE(p.source.find("for (i64 p"), std::string::npos) << p.source;
+  EXPECT_NE(p.source.find("for (i64 j"), std::string::npos) << p.source;
+  EXPECT_EQ(p.source.find("for (i32 "), std::string::npos) << p.source;
+  if (cuda_built()) {
+    const NvrtcResult r = nvrtc_compile(p.source, 90);
+    EXPECT_TRUE(r.ok) << r.log.substr(0, 4000);
+  }
 }
 
 }  // namespace

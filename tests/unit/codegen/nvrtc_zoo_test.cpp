@@ -7,15 +7,13 @@
 
 #include <cstdlib>
 #include <filesystem>
-
-#include <unistd.h>
+#include <fstream>
+#include <iterator>
 
 #include "codegen/cuda_backend.hpp"
 #include "codegen/plan_codegen.hpp"
-#include "cost/cost_model.hpp"
-#include "orchestrate/orchestrator.hpp"
-#include "passes/load_model.hpp"
-#include "test_config_roots.hpp"
+#include "codegen_test_util.hpp"
+#include "temp_dir.hpp"
 
 namespace fs = std::filesystem;
 
@@ -23,21 +21,15 @@ namespace orchid::codegen {
 namespace {
 
 DeviceProgram cuda_program(const std::string& name, const std::string& kind) {
-  const std::string path = (fs::path(ORCHID_MODELS_DIR) / (name + ".onnx")).string();
-  LoadedModel model = load_model(path);
-  const auto cost_model =
-      make_analytic_cost_model(load_device_spec("a100", orchid::test::source_configs()));
-  OrchestrateOptions options;
-  options.time_limit_s = 20;
-  const Orchestration o = orchestrate(model.graph, *cost_model, options);
+  const Orchestration o = test::orchestrate_for_a100(test::load_zoo_model(name).graph);
   const Plan* plan = kind == "optimal" ? &o.optimal : &o.greedy;
   return generate_device_program(o.fission.graph, *plan, o.fission.alternatives, Target::Cuda);
 }
 
 TEST(NvrtcCache, ASecondCompileComesFromTheCache) {
   if (!cuda_built()) GTEST_SKIP() << "built without the CUDA toolkit";
-  const fs::path dir =
-      fs::temp_directory_path() / ("orchid_nvrtc_cache_" + std::to_string(getpid()));
+  const orchid::test::TempDir temp("orchid_nvrtc_cache");
+  const fs::path& dir = temp.path();
   const char* old = std::getenv("XDG_CACHE_HOME");
   const std::string saved = old ? old : "";
   setenv("XDG_CACHE_HOME", dir.c_str(), 1);
@@ -64,7 +56,6 @@ TEST(NvrtcCache, ASecondCompileComesFromTheCache) {
   } else {
     unsetenv("XDG_CACHE_HOME");
   }
-  fs::remove_all(dir);
 }
 
 class NvrtcZoo : public ::testing::TestWithParam<std::string> {};
@@ -103,16 +94,19 @@ TEST(NvccCodegen, CnnAndTransformerCompileWithNvcc) {
   const std::string nvcc = ORCHID_NVCC;
   if (nvcc.empty() || !fs::exists(nvcc)) GTEST_SKIP() << "nvcc is not installed";
   if (std::system("make --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "make is missing";
-  const fs::path work = fs::temp_directory_path() / "orchid_nvcc_codegen_test";
+  const orchid::test::TempDir work("orchid_nvcc_codegen_test");
   for (const char* model : {"tiny_conv", "tiny_attention"}) {
-    const fs::path out = work / model;
-    fs::remove_all(out);
+    const fs::path out = work.path() / model;
     const std::string gen = std::string(ORCHID_BINARY) + " codegen " + ORCHID_MODELS_DIR + "/" +
                             model + ".onnx --target cuda --out " + out.string() + " > /dev/null";
     ASSERT_EQ(std::system(gen.c_str()), 0) << gen;
     const std::string build = "make -s -C " + out.string() + " NVCC=" + nvcc + " > " +
                               (out / "build.log").string() + " 2>&1";
-    EXPECT_EQ(std::system(build.c_str()), 0) << model << ": see " << (out / "build.log");
+    if (std::system(build.c_str()) != 0) {  // the folder goes with the test: show the log
+      std::ifstream log(out / "build.log");
+      ADD_FAILURE() << model << ": make failed:\n"
+                    << std::string(std::istreambuf_iterator<char>(log), {});
+    }
     EXPECT_TRUE(fs::exists(out / "plan_sm80.cubin")) << model;
     EXPECT_TRUE(fs::exists(out / "plan_sm90.cubin")) << model;
   }

@@ -7,18 +7,10 @@
 // "Long" in the test name (ctest label `long`).
 #include <gtest/gtest.h>
 
-#include <filesystem>
-
 #include "codegen/opencl_executor.hpp"
 #include "codegen/plan_codegen.hpp"
 #include "codegen_test_util.hpp"
-#include "cost/cost_model.hpp"
 #include "eval/random_inputs.hpp"
-#include "orchestrate/orchestrator.hpp"
-#include "passes/load_model.hpp"
-#include "test_config_roots.hpp"
-
-namespace fs = std::filesystem;
 
 namespace orchid::codegen {
 namespace {
@@ -26,18 +18,13 @@ namespace {
 void check_model(const std::string& name) {
   std::string why;
   if (!OpenCLExecutor::available(&why)) GTEST_SKIP() << why;
-  const std::string path = (fs::path(ORCHID_MODELS_DIR) / (name + ".onnx")).string();
-  LoadedModel model = load_model(path);
+  const LoadedModel model = test::load_zoo_model(name);
   if (const Node* dynamic = model.graph.first_dynamic_node()) {
     // Detection post-processing: the static part (backbone, heads) is what runs.
     (void)dynamic;
     GTEST_SKIP() << name << " has data-dependent shapes";
   }
-  const auto cost_model =
-      make_analytic_cost_model(load_device_spec("a100", orchid::test::source_configs()));
-  OrchestrateOptions options;
-  options.time_limit_s = 20;
-  const Orchestration o = orchestrate(model.graph, *cost_model, options);
+  const Orchestration o = test::orchestrate_for_a100(model.graph);
   const TensorMap feed = make_random_inputs(model.graph, 0);
   const TensorMap expected = ReferenceInterpreter(model.graph).run(feed);
   for (const Plan* plan : {&o.optimal, &o.operator_level, &o.per_primitive, &o.greedy}) {

@@ -10,10 +10,6 @@
 #include "codegen/plan_codegen.hpp"
 #include "codegen/vendor_linear.hpp"
 #include "codegen_test_util.hpp"
-#include "cost/cost_model.hpp"
-#include "orchestrate/orchestrator.hpp"
-#include "passes/load_model.hpp"
-#include "test_config_roots.hpp"
 #include "util/error.hpp"
 
 namespace orchid::codegen {
@@ -199,13 +195,7 @@ TEST(VendorLinear, OnlyTheCudaTargetWithAVendorBackendGetsCalls) {
 // On real models (optimal plans for the a100 model): the linear stages that map, by call.
 TEST(VendorLinear, TinyZooModelsMapTheirLinearStages) {
   for (const char* name : {"tiny_mlp", "tiny_conv", "tiny_attention"}) {
-    const std::string path = (std::filesystem::path(ORCHID_MODELS_DIR) / name).string() + ".onnx";
-    LoadedModel model = load_model(path);
-    const auto cost_model =
-        make_analytic_cost_model(load_device_spec("a100", orchid::test::source_configs()));
-    OrchestrateOptions options;
-    options.time_limit_s = 20;
-    const Orchestration o = orchestrate(model.graph, *cost_model, options);
+    const Orchestration o = test::orchestrate_for_a100(test::load_zoo_model(name).graph);
     CodegenOptions co;
     co.linear_backend = LinearBackend::Vendor;
     const DeviceProgram p = generate_device_program(o.fission.graph, o.optimal,

@@ -16,6 +16,8 @@
 #include <sstream>
 #include <string>
 
+#include <unistd.h>
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -46,7 +48,9 @@ const std::string kModels = ORCHID_MODELS_DIR;
 const std::string kSystems = std::string(ORCHID_SOURCE_DIR) + "/configs/systems/";
 
 fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("orchid_mpi_" + name);
+  // Per process: other worktrees run these tests at the same time.
+  const fs::path dir =
+      fs::temp_directory_path() / ("orchid_mpi_" + name + "_" + std::to_string(getpid()));
   fs::create_directories(dir);
   return dir;
 }

@@ -43,21 +43,22 @@ void as_grouped_convolution(Graph& graph, const Layer& layer) {
   conv.attributes["group"] = layer.conv_groups;
 }
 
-// Inside a model a layer finds its weights and most activations out of the caches (the
-// whole model ran since it last did), while repeated runs of it alone find them hot: on
-// this machine MobileNetV2's layers run 1.7x and ResNet-50's 1.2x slower with the last-
-// level cache evicted. Writing a buffer of 1.5x the last-level cache before each timed
-// run evicts it, so the measurement sees the caches as the runner does.
-void evict_caches() {
-  static const std::size_t bytes = [] {
-    const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    const long last = l3 > 0 ? l3 : (l2 > 0 ? l2 : 32L << 20);
-    return static_cast<std::size_t>(last) * 3 / 2;
-  }();
-  static std::vector<unsigned char> buffer(bytes);
+// Inside a model a layer finds its weights and activations where the rest of the model
+// left the caches, while repeated runs of it alone find them hot: on this machine
+// MobileNetV2's layers ran 1.7x and ResNet-50's 1.2x slower (CPU time) with the last-level
+// cache evicted, as inside the model. Writing `bytes` elsewhere before each timed run
+// evicts what the rest of the model would.
+std::size_t last_level_cache_bytes() {
+  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  return static_cast<std::size_t>(l3 > 0 ? l3 : (l2 > 0 ? l2 : 32L << 20));
+}
+
+void evict_caches(std::size_t bytes) {
+  static std::vector<unsigned char> buffer(last_level_cache_bytes() * 3 / 2);
   static unsigned char round = 0;
   ++round;
+  bytes = std::min(bytes, buffer.size());
   for (std::size_t i = 0; i < bytes; i += 64) buffer[i] = round;
 }
 
@@ -65,8 +66,12 @@ void evict_caches() {
 
 MeasuredCpuCostProvider::MeasuredCpuCostProvider(const CostModel& cpu_model,
                                                  const LayerCostProvider& others,
-                                                 double target_seconds)
-    : cpu_model_(cpu_model), others_(others), target_seconds_(target_seconds) {}
+                                                 double model_bytes, double target_seconds)
+    : cpu_model_(cpu_model),
+      others_(others),
+      evict_bytes_(static_cast<std::size_t>(
+          std::min(model_bytes, static_cast<double>(last_level_cache_bytes()) * 1.5))),
+      target_seconds_(target_seconds) {}
 
 double MeasuredCpuCostProvider::measure(const Layer& layer, const Design& design,
                                         std::string& why) const {
@@ -88,7 +93,7 @@ double MeasuredCpuCostProvider::measure(const Layer& layer, const Design& design
     // an idle core it equals the wall time). More threads: wall time.
     const bool cpu_clock = design.threads == 1;
     while (times.size() < 3 || (spent < target_seconds_ && times.size() < 5)) {
-      evict_caches();
+      evict_caches(evict_bytes_);
       const double c0 = thread_cpu_seconds();
       const auto t0 = std::chrono::steady_clock::now();
       const TensorMap outputs = executor.run(inputs);  // as the runner: results copied out

@@ -29,8 +29,11 @@ class MeasuredCpuCostProvider : public LayerCostProvider {
  public:
   // `cpu_model` orchestrates each layer subgraph (e.g. the analytic model of
   // configs/devices/cpu.toml); `others` prices non-CPU designs. Both must outlive this.
+  // `model_bytes`: what one inference of the whole model touches (weights and
+  // activations); before each timed run that much (at most 1.5x the last-level cache) is
+  // written elsewhere, as the rest of the model does between two runs of a layer.
   MeasuredCpuCostProvider(const CostModel& cpu_model, const LayerCostProvider& others,
-                          double target_seconds = 0.02);
+                          double model_bytes = 1e18, double target_seconds = 0.02);
   double compute_seconds(const Layer& layer, const Design& design) const override;
   MeasuredCpuCostStats stats() const;
 
@@ -39,6 +42,7 @@ class MeasuredCpuCostProvider : public LayerCostProvider {
 
   const CostModel& cpu_model_;
   const LayerCostProvider& others_;
+  std::size_t evict_bytes_;
   double target_seconds_;
   mutable std::mutex mutex_;
   mutable std::map<std::string, double> memo_;

@@ -145,6 +145,13 @@ class Runner {
     std::vector<int> in_bytes;
     std::vector<Shape> out_shape;
     Shape own_in_shape;
+    std::int64_t own_in_begin = 0, own_in_end = 0;
+    // Every member holds the op's input (an all-reduced result of an earlier layer of the
+    // group): each takes its block locally, nothing is broadcast or scattered.
+    bool x_everywhere = false;
+    // In-channel all-reduce: every member holds the sum and, when the epilogue's other
+    // inputs are on every member too, runs the epilogue as well.
+    bool epilogue_everywhere = false;
     std::unique_ptr<Program> part, epilogue;
   };
   std::vector<std::string> layer_outputs(int layer) const;
@@ -164,6 +171,9 @@ class Runner {
   std::map<std::pair<int, std::string>, Incoming> incoming_;
   std::map<int, std::unique_ptr<Program>> whole_;
   std::map<int, std::unique_ptr<ShardedLayer>> sharded_;
+  // Tensors every member of the group holds (results of in-channel all-reduce layers and
+  // of epilogues run on every member); the same on all members (decided in prepare_layer).
+  std::set<std::string> everywhere_;
   MPI_Comm comm_ = MPI_COMM_NULL;  // the group's ranks, for its collectives
   const Graph& g_;
   const mapping::Workload& w_;
@@ -452,16 +462,31 @@ void Runner::prepare_layer(int layer) {
       sl->out_shape.push_back(shard.out_shape);
       if (m == member_) {
         sl->own_in_shape = shard.in_shape;
+        sl->own_in_begin = shard.in_begin;
+        sl->own_in_end = shard.in_end;
         sl->part = make_program(std::move(shard.graph));
       }
     }
-    if (member_ == 0) {
-      std::vector<std::size_t> rest(nodes.begin() + 1, nodes.end());
-      std::vector<std::string> outputs = layer_outputs(layer);
-      std::erase(outputs, first.outputs[0]);  // the combined result is stored as it is
-      if (!rest.empty() && !outputs.empty()) {
-        sl->epilogue = make_program(nodes_graph(name + "_epilogue", rest, outputs));
+    sl->x_everywhere = everywhere_.count(first.inputs[0]) > 0;
+    const bool all_reduce = s == Strategy::InChannelAllReduce;
+    if (all_reduce) everywhere_.insert(first.outputs[0]);
+    std::vector<std::size_t> rest(nodes.begin() + 1, nodes.end());
+    std::vector<std::string> outputs = layer_outputs(layer);
+    std::erase(outputs, first.outputs[0]);  // the combined result is stored as it is
+    if (!rest.empty() && !outputs.empty()) {
+      Graph epilogue = nodes_graph(name + "_epilogue", rest, outputs);
+      if (all_reduce) {
+        // Every member can run it when each of its inputs is on every member: the sum,
+        // other all-reduced results, graph inputs, constants and free nodes' results.
+        sl->epilogue_everywhere =
+            std::all_of(epilogue.inputs.begin(), epilogue.inputs.end(), [&](const std::string& t) {
+              if (everywhere_.count(t) || inputs_[0][0].count(t)) return true;
+              auto p = lay_.producer.find(t);
+              return p != lay_.producer.end() && lay_.node_layer[p->second] < 0;
+            });
+        if (sl->epilogue_everywhere) everywhere_.insert(outputs.begin(), outputs.end());
       }
+      if (member_ == 0 || sl->epilogue_everywhere) sl->epilogue = make_program(std::move(epilogue));
     }
     sharded_[layer] = std::move(sl);
     return;
@@ -497,7 +522,12 @@ void Runner::run_sharded(int inference, int layer) {
     Stamp start = stamp();
     Tensor x_part;
     MPI_Request request;
-    if (sl.in_axis < 0) {
+    if (sl.x_everywhere) {
+      // The input is on every member already: no message.
+      const Tensor& x = value(inference, b, xname);
+      x_part = sl.in_axis < 0 ? Tensor::view(x.dtype(), x.shape(), const_cast<std::byte*>(x.raw()))
+                              : slice_axis(x, sl.in_axis, sl.own_in_begin, sl.own_in_end);
+    } else if (sl.in_axis < 0) {
       const TensorInfo& xi = g_.tensor(xname);
       if (leader) {
         const Tensor& x = value(inference, b, xname);
@@ -557,15 +587,41 @@ void Runner::run_sharded(int inference, int layer) {
         combined = concat_axis(parts, sl.out_axis);
       }
       event(layer, inference, "gather", "group", start, static_cast<double>(part.nbytes()));
+    } else if (s == Strategy::InChannelAllReduce) {
+      // Every member gets the sum (MPI's all-reduce: the same bits on every member).
+      combined = Tensor(DType::F32, part.shape());
+      MPI_Iallreduce(part.raw(), combined.raw(), static_cast<int>(part.numel()), MPI_FLOAT, MPI_SUM,
+                     comm_, &request);
+      wait_collective(request, "an all-reduce");
+      event(layer, inference, "allreduce", "group", start, static_cast<double>(part.nbytes()));
     } else {
+      // Reduce-scatter: member m sums block m of the partials (blocks of the flattened
+      // result: output-channel blocks of a convolution), then the leader gathers the
+      // summed blocks.
+      std::vector<int> counts(members_), displs(members_);
+      for (int m = 0; m < members_; ++m) {
+        const auto [lo, hi] = block_range(part.numel(), m, members_);
+        displs[m] = static_cast<int>(lo);
+        counts[m] = static_cast<int>(hi - lo);
+      }
+      Tensor mine(DType::F32, Shape{counts[member_]});
+      MPI_Ireduce_scatter(part.raw(), mine.raw(), counts.data(), MPI_FLOAT, MPI_SUM, comm_,
+                          &request);
+      wait_collective(request, "a reduce-scatter");
+      event(layer, inference, "reduce-scatter", "group", start, static_cast<double>(part.nbytes()));
+      start = stamp();
       if (leader) combined = Tensor(DType::F32, part.shape());
-      MPI_Ireduce(part.raw(), leader ? combined.raw() : nullptr, static_cast<int>(part.numel()),
-                  MPI_FLOAT, MPI_SUM, 0, comm_, &request);
-      wait_collective(request, "a sum (reduce)");
-      event(layer, inference, "reduce", "group", start, static_cast<double>(part.nbytes()));
+      MPI_Igatherv(mine.raw(), counts[member_], MPI_FLOAT, leader ? combined.raw() : nullptr,
+                   counts.data(), displs.data(), MPI_FLOAT, 0, comm_, &request);
+      wait_collective(request, "a gather of summed blocks");
+      event(layer, inference, "gather", "group", start, static_cast<double>(mine.nbytes()));
     }
-    if (!leader) continue;
-    // 4. The rest of the layer (bias, normalisation, activation...) at the leader.
+    if (!leader && !sl.epilogue_everywhere) {
+      if (s == Strategy::InChannelAllReduce) env_[inference][b][yname] = std::move(combined);
+      continue;
+    }
+    // 4. The rest of the layer (bias, normalisation, activation...) at the leader, or on
+    //    every member when all hold its inputs.
     env_[inference][b][yname] = std::move(combined);
     if (sl.epilogue) {
       start = stamp();

@@ -16,6 +16,8 @@
 #include <sstream>
 #include <string>
 
+#include <unistd.h>
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -46,7 +48,9 @@ const std::string kModels = ORCHID_MODELS_DIR;
 const std::string kSystems = std::string(ORCHID_SOURCE_DIR) + "/configs/systems/";
 
 fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("orchid_mpi_" + name);
+  // The process id keeps worktrees and runs that share the machine apart.
+  const fs::path dir =
+      fs::temp_directory_path() / ("orchid_mpi_" + std::to_string(getpid()) + "_" + name);
   fs::create_directories(dir);
   return dir;
 }
@@ -108,6 +112,35 @@ std::set<std::string> computed_as(const fs::path& timeline) {
   return how;
 }
 
+// (layer, kind) of rank `rank`'s events: what went over the wire for which layer.
+std::set<std::pair<std::string, std::string>> events_of(const fs::path& timeline, int rank) {
+  nlohmann::json t;
+  std::ifstream(timeline) >> t;
+  std::set<std::pair<std::string, std::string>> events;
+  for (const auto& e : t["measured"]) {
+    if (e["rank"] == rank) {
+      events.insert({e["layer"].get<std::string>(), e["kind"].get<std::string>()});
+    }
+  }
+  return events;
+}
+
+// In-channel sums on the wire: all-reduce leaves the sum on every member, which runs the
+// epilogue and takes the next split layer's input block locally (tiny_conv at 4 ranks:
+// conv2 all-reduces, fc reads its block without a scatter); reduce-scatter sums blocks
+// on the members before the leader gathers them.
+void expect_in_channel_wire(const std::string& strategy, const fs::path& timeline) {
+  const auto events = events_of(timeline, 1);
+  if (strategy == "in-ch/all-reduce") {
+    EXPECT_TRUE(events.count({"conv2", "allreduce"})) << timeline;
+    EXPECT_TRUE(events.count({"fc", "allreduce"})) << timeline;
+    EXPECT_FALSE(events.count({"fc", "scatter"})) << timeline;
+  } else if (strategy == "in-ch/reduce-scatter") {
+    EXPECT_TRUE(events.count({"conv2", "reduce-scatter"})) << timeline;
+    EXPECT_TRUE(events.count({"conv2", "gather"})) << timeline;
+  }
+}
+
 class EveryStrategy : public ::testing::TestWithParam<const char*> {};
 
 // Each strategy forced on every layer of one group: the outputs match the reference,
@@ -135,6 +168,7 @@ TEST_P(EveryStrategy, TinyModelsMatchTheReferenceOnTwoAndFourRanks) {
         EXPECT_TRUE(computed_as(timeline).count(strategy)) << model << " " << ranks;
       }
       if (ranks == 4 && std::string(model) == "tiny_conv") {
+        expect_in_channel_wire(strategy, timeline);
         const fs::path b = dir / (std::string(model) + system + "b");
         ASSERT_EQ(run_plan(model, plan, ranks, "--save-outputs " + b.string()).status, 0);
         expect_same_files(a, b);

@@ -18,6 +18,11 @@
 //    and a later split layer of the group whose input is on every member takes its block
 //    locally (no broadcast or scatter). In-channel reduce-scatter: MPI_Ireduce_scatter
 //    sums block m of the partials on member m, then the leader gathers the blocks;
+//  - spatial chains: when a spatially split convolution's elementwise epilogue can run
+//    on row blocks and its result is read only by the next spatially split convolution
+//    of the group, every member keeps its rows, and the next layer's members fetch the
+//    halo rows they lack from the neighbours that hold them (MPI_Isend/MPI_Irecv on the
+//    group's communicator), without the leader;
 //  - a sharded layer whose linear op cannot be split: run by the leader as "none" (the
 //    timeline says so).
 // Tensors that cross groups go leader to leader as non-blocking messages, sent as soon as

@@ -190,6 +190,40 @@ TEST(DistributedRun, MobileNetV2PlanOnTwoRanksMatchesTheReference) {
   EXPECT_NE(r.output.find("check    max"), std::string::npos) << r.output;
 }
 
+// Spatial chains on the wire: MobileNetV2 with every layer split by rows over 2 and 4
+// ranks. A convolution whose input is the row blocks of the previous one (its elementwise
+// epilogue run on the blocks) gets its halo rows from its neighbours, point to point
+// ("halo" events, no scatter); the outputs match the reference and repeat bit for bit.
+TEST(DistributedRun, SpatialChainsExchangeHalosBetweenNeighbours) {
+  const fs::path dir = scratch("spatial_chain");
+  const std::string two = plan_for("mobilenet_v2", "cpu2", 1, "spatial", 2, dir);
+  nlohmann::json j;
+  std::ifstream(two) >> j;
+  j["groups"][0]["devices"] = 4;
+  const std::string four = (dir / "mobilenet_v2_spatial4.json").string();
+  std::ofstream(four) << j.dump();
+  for (const auto& [ranks, plan] : {std::pair{2, two}, std::pair{4, four}}) {
+    const fs::path timeline = dir / ("timeline" + std::to_string(ranks) + ".json");
+    const fs::path a = dir / ("a" + std::to_string(ranks)), b = dir / ("b" + std::to_string(ranks));
+    const Result r =
+        run_plan("mobilenet_v2", plan, ranks,
+                 "--save-outputs " + a.string() + " --timeline " + timeline.string(), 300);
+    ASSERT_EQ(r.status, 0) << r.output;
+    int halos = 0, scatters = 0;
+    nlohmann::json t;
+    std::ifstream(timeline) >> t;
+    for (const auto& e : t["measured"]) {
+      if (e["rank"] != 1) continue;
+      halos += e["kind"] == "halo";
+      scatters += e["kind"] == "scatter";
+    }
+    EXPECT_GT(halos, 20) << ranks;  // 36 of MobileNetV2's 52 convolutions
+    EXPECT_LT(scatters, halos) << ranks;
+    ASSERT_EQ(run_plan("mobilenet_v2", plan, ranks, "--save-outputs " + b.string(), 300).status, 0);
+    expect_same_files(a, b);
+  }
+}
+
 TEST(DistributedRun, GaPlansOnTwoAndFourRanksAreCorrectAndRepeatable) {
   const fs::path dir = scratch("ga");
   for (int ranks : {2, 4}) {

@@ -59,6 +59,7 @@ struct DistributedRunOptions {
   bool check = false;              // compare every output with the reference interpreter
   bool reference_kernels = false;  // layers on the reference kernels, not the executor
   double timeout_s = 300;
+  std::string json;  // the run's report as JSON ("-": stdout only), from run's --json
 };
 void add_distributed_run_options(CLI::App& run, DistributedRunOptions& options);
 void run_mapping_plan(const ModelOptions& model, const std::vector<std::string>& inputs,

@@ -1,5 +1,6 @@
 // Commands that run across MPI ranks: `orchid calibrate-net` and `orchid run --mapping`.
 // Without MPI they are registered only to say that MPI is missing.
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -10,6 +11,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/config_dirs.hpp"
+#include "cli/report_files.hpp"
 #include "cost/cost_model.hpp"
 #include "cost/device_spec.hpp"
 #include "ir/npy.hpp"
@@ -150,33 +152,80 @@ void run_mapping_plan(const ModelOptions& model, const std::vector<std::string>&
     }
     const distributed::DistributedRun run = distributed::run_plan(g, w, plan, inputs, settings);
     if (distributed::mpi_world().rank != 0) return;
-    fmt::print("model    {}  (mapping plan {}: {} groups on {} ranks, batch {}, stream {})\n",
-               model.model, o.mapping, plan.groups.size(), plan.devices(), batch, o.stream);
+    // The text report and the same figures as JSON (--json; docs/json_output.md).
+    std::string text;
+    nlohmann::json report;
+    text +=
+        fmt::format("model    {}  (mapping plan {}: {} groups on {} ranks, batch {}, stream {})\n",
+                    model.model, o.mapping, plan.groups.size(), plan.devices(), batch, o.stream);
+    report["model"] = model.model;
+    report["mapping"] = o.mapping;
+    report["groups"] = plan.groups.size();
+    report["ranks"] = plan.devices();
+    report["threads_per_rank"] = settings.threads;
+    report["batch"] = batch;
+    report["stream"] = o.stream;
+    report["engine"] = o.reference_kernels ? "reference" : "cpu";
+    report["outputs"] = nlohmann::json::array();
     for (const std::string& name : g.outputs) {
       const Tensor& t = run.outputs[0][0].at(name);
       double sum = 0;
       for (std::int64_t k = 0; k < t.numel(); ++k) sum += t.get_as_double(k);
-      fmt::print("output   {}  {} {}  sum {:.6g}\n", name, dtype_name(t.dtype()),
-                 shape_to_string(t.shape()), sum);
+      text += fmt::format("output   {}  {} {}  sum {:.6g}\n", name, dtype_name(t.dtype()),
+                          shape_to_string(t.shape()), sum);
+      report["outputs"].push_back(
+          {{"name", name}, {"dtype", dtype_name(t.dtype())}, {"shape", t.shape()}, {"sum", sum}});
     }
     double mean = 0;
     for (double l : run.latency_s) mean += l / run.latency_s.size();
-    fmt::print(
+    std::vector<double> sorted = run.latency_s;
+    std::sort(sorted.begin(), sorted.end());
+    text += fmt::format(
         "latency  measured {:.3f} ms (first inference), {:.3f} ms mean; predicted {:.3f} ms\n",
         run.latency_s[0] * 1e3, mean * 1e3, plan.latency_s * 1e3);
-    fmt::print("stream   {} inferences in {:.3f} ms: {:.2f} inferences/s\n", o.stream,
-               run.seconds * 1e3, o.stream / run.seconds);
+    text += fmt::format("stream   {} inferences in {:.3f} ms: {:.2f} inferences/s\n", o.stream,
+                        run.seconds * 1e3, o.stream / run.seconds);
+    report["latency_ms"] = {{"predicted", plan.latency_s * 1e3},
+                            {"first", run.latency_s[0] * 1e3},
+                            {"mean", mean * 1e3},
+                            {"median", sorted[sorted.size() / 2] * 1e3},
+                            {"min", sorted.front() * 1e3},
+                            {"each", nlohmann::json::array()}};
+    for (double l : run.latency_s) report["latency_ms"]["each"].push_back(l * 1e3);
+    report["stream_ms"] = run.seconds * 1e3;
+    report["inferences_per_s"] = o.stream / run.seconds;
     // How much of its compute time each rank had a core: well below 1 when other
-    // processes (or more ranks than cores) share the machine.
+    // processes (or more ranks than cores) share the machine. Compute and waiting
+    // (collectives, receives) per rank say where measured time went.
     double wall = 0, cpu = 0;
+    std::vector<double> compute_s(plan.devices(), 0), wait_s(plan.devices(), 0);
     for (const distributed::TimedEvent& e : run.events) {
-      if (e.kind == "compute") wall += e.end_s - e.start_s, cpu += e.cpu_s;
+      if (e.rank < 0 || e.rank >= plan.devices()) continue;
+      if (e.kind == "compute") {
+        wall += e.end_s - e.start_s, cpu += e.cpu_s;
+        compute_s[e.rank] += e.end_s - e.start_s;
+      } else if (e.kind != "send") {
+        wait_s[e.rank] += e.end_s - e.start_s;
+      }
     }
-    if (wall > 0) fmt::print("cpu      share of compute time on a core {:.2f}\n", cpu / wall);
+    if (wall > 0)
+      text += fmt::format("cpu      share of compute time on a core {:.2f}\n", cpu / wall);
+    report["cpu_share"] = wall > 0 ? cpu / wall : 1.0;
+    report["per_rank"] = nlohmann::json::array();
+    for (int r = 0; r < plan.devices(); ++r) {
+      report["per_rank"].push_back(
+          {{"rank", r},
+           {"compute_ms_per_inference", compute_s[r] * 1e3 / o.stream},
+           {"communication_ms_per_inference", wait_s[r] * 1e3 / o.stream}});
+    }
+    double load[3] = {0, 0, 0};
+    if (getloadavg(load, 3) == 3) report["load_average"] = {load[0], load[1], load[2]};
+    bool out_of_tolerance = false;
+    double worst = 0;
     if (o.check) {
       // The single-process reference interpreter on the same inputs.
       ReferenceInterpreter reference(g);
-      double worst = 0, worst_ratio = 0;
+      double worst_ratio = 0;
       bool identical = true;
       for (int i = 0; i < o.stream; ++i) {
         for (int b = 0; b < batch; ++b) {
@@ -194,18 +243,25 @@ void run_mapping_plan(const ModelOptions& model, const std::vector<std::string>&
           }
         }
       }
-      fmt::print("check    max |distributed - reference| {:.3g}, bit-identical {}\n", worst,
-                 identical ? "yes" : "no");
-      if (worst_ratio > 1) {
-        fail(
-            "--check: outputs differ from the reference interpreter beyond |d| <= 1e-4 + 1e-3 "
-            "|ref| "
-            "(max |d| {:.3g})",
-            worst);
-      }
+      text += fmt::format("check    max |distributed - reference| {:.3g}, bit-identical {}\n",
+                          worst, identical ? "yes" : "no");
+      out_of_tolerance = worst_ratio > 1;
+      report["check"] = {{"max_abs_diff", worst},
+                         {"bit_identical", identical},
+                         {"tolerance", "|d| <= 1e-4 + 1e-3 |ref|"},
+                         {"within_tolerance", !out_of_tolerance}};
     }
     if (!save_outputs.empty()) {
       cli::save_outputs(save_outputs, g.outputs, run.outputs[0][0]);
+      report["saved_outputs"] = save_outputs;
+    }
+    if (!is_stdout(o.json)) fmt::print("{}", text);
+    if (!o.json.empty()) write_report_files({{o.json, report.dump(2) + "\n"}});
+    if (out_of_tolerance) {
+      fail(
+          "--check: outputs differ from the reference interpreter beyond |d| <= 1e-4 + 1e-3 "
+          "|ref| (max |d| {:.3g})",
+          worst);
     }
     if (!o.timeline.empty()) write_file_atomically(o.timeline, timeline_json(plan, run, w));
     if (!o.gantt.empty()) write_file_atomically(o.gantt, distributed::timeline_svg(plan, run, w));

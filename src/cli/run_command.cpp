@@ -221,11 +221,13 @@ nlohmann::json stats_json(const PlanExecutorStats& s) {
 
 void run(const RunOptions& options) {
   if (!options.distributed.mapping.empty()) {
-    if (!options.json.empty() || !options.trace.empty()) {
-      fail("--json and --trace describe a single-process run; with --mapping use --timeline");
+    if (!options.trace.empty()) {
+      fail("--trace describes a single-process run; with --mapping use --timeline");
     }
+    DistributedRunOptions distributed = options.distributed;
+    distributed.json = options.json;
     run_mapping_plan(options.model, options.inputs, options.seed, options.save_outputs,
-                     options.distributed);
+                     distributed);
     return;
   }
   if (options.repeat < 1) fail("--repeat must be at least 1, got {}", options.repeat);

@@ -39,8 +39,13 @@ int world_size() {
 namespace {
 
 // Bounded wait for one request: polls so a peer that died or stalled becomes an error.
+// It spins for the first 200 us (most messages of a layer arrive within that, and a
+// sleeping rank waits for the scheduler to wake it: milliseconds on a busy machine), then
+// polls every 20 us so a long wait leaves the core to the ranks that compute.
 void wait_bounded(MPI_Request& request, double timeout_s, const std::string& what) {
-  const double deadline = MPI_Wtime() + timeout_s;
+  const double start = MPI_Wtime();
+  const double deadline = start + timeout_s;
+  constexpr double kSpinSeconds = 200e-6;
   for (int done = 0;;) {
     if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
       fail("MPI failed while waiting for {}", what);
@@ -49,6 +54,7 @@ void wait_bounded(MPI_Request& request, double timeout_s, const std::string& wha
     if (MPI_Wtime() > deadline) {
       fail("waited more than {} s for {} (did that rank fail?)", timeout_s, what);
     }
+    if (MPI_Wtime() - start < kSpinSeconds) continue;
     std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
 }
@@ -139,8 +145,24 @@ class Runner {
     std::vector<int> in_bytes;
     std::vector<Shape> out_shape;
     Shape own_in_shape;
-    std::unique_ptr<Program> part, epilogue;
+    std::int64_t own_in_begin = 0, own_in_end = 0;
+    // Every member holds the op's input (an all-reduced result of an earlier layer of the
+    // group): each takes its block locally, nothing is broadcast or scattered.
+    bool x_everywhere = false;
+    // In-channel all-reduce: every member holds the sum and, when the epilogue's other
+    // inputs are on every member too, runs the epilogue as well.
+    bool epilogue_everywhere = false;
+    // Spatial chains of convolutions: the input's rows are on the members as the row
+    // blocks of the previous layer (`held` per member), each member fetching the rows it
+    // lacks (`need` per member, halo included) from the neighbours that hold them; and/or
+    // the result stays as row blocks on the members (`rows_out`: `kept` is the tensor,
+    // rows [out_begin, out_end) here), its epilogue run on the block by every member.
+    bool rows_in = false, rows_out = false;
+    std::vector<std::pair<std::int64_t, std::int64_t>> held, need;
+    std::string kept;
+    std::unique_ptr<Program> part, epilogue, block_epilogue;
   };
+  bool keeps_rows(int layer, std::string& kept) const;
   std::vector<std::string> layer_outputs(int layer) const;
   Graph nodes_graph(const std::string& name, const std::vector<std::size_t>& nodes,
                     const std::vector<std::string>& outputs) const;
@@ -158,6 +180,13 @@ class Runner {
   std::map<std::pair<int, std::string>, Incoming> incoming_;
   std::map<int, std::unique_ptr<Program>> whole_;
   std::map<int, std::unique_ptr<ShardedLayer>> sharded_;
+  // Tensors every member of the group holds (results of in-channel all-reduce layers and
+  // of epilogues run on every member); the same on all members (decided in prepare_layer).
+  std::set<std::string> everywhere_;
+  // Tensors the members hold as row blocks (per member: [begin, end) of axis 2).
+  std::map<std::string, std::vector<std::pair<std::int64_t, std::int64_t>>> row_blocks_;
+  // Per inference and sample: this member's row blocks of those tensors.
+  std::vector<std::vector<std::unordered_map<std::string, Tensor>>> rows_;
   MPI_Comm comm_ = MPI_COMM_NULL;  // the group's ranks, for its collectives
   const Graph& g_;
   const mapping::Workload& w_;
@@ -426,6 +455,57 @@ TensorMap Runner::feed(const Program& p, int inference, int sample) {
   return map;
 }
 
+// Whether a spatially split convolution's result can stay as row blocks on the members:
+// its epilogue is a chain of elementwise ops (with constants), and the chain's result
+// `kept`, the only tensor that leaves the layer, is read only by one layer's convolution,
+// split spatially by the same group.
+bool Runner::keeps_rows(int layer, std::string& kept) const {
+  static const std::set<std::string> elementwise = {
+      "Relu",    "Clip",        "BatchNormalization", "Add",       "Sub",      "Mul", "Div",
+      "Sigmoid", "HardSigmoid", "HardSwish",          "LeakyRelu", "Identity", "Tanh"};
+  const std::vector<std::size_t>& nodes = w_.layers[layer].nodes;
+  const Node& conv = g_.nodes[nodes[0]];
+  const Shape& ys = g_.tensor(conv.outputs[0]).shape;
+  if (ys.size() != 4) return false;
+  kept = conv.outputs[0];
+  for (std::size_t i = 1; i < nodes.size(); ++i) {
+    const Node& n = g_.nodes[nodes[i]];
+    if (!elementwise.count(n.op_type) || n.outputs.size() != 1) return false;
+    for (const std::string& in : n.inputs) {
+      if (!in.empty() && in != kept && !g_.is_constant(in)) return false;
+    }
+    if (std::find(n.inputs.begin(), n.inputs.end(), kept) == n.inputs.end()) return false;
+    kept = n.outputs[0];
+    if (g_.tensor(kept).shape != ys) return false;
+  }
+  // Only `kept` leaves the layer, and not as a graph output.
+  if (layer_outputs(layer) != std::vector<std::string>{kept} ||
+      std::find(g_.outputs.begin(), g_.outputs.end(), kept) != g_.outputs.end()) {
+    return false;
+  }
+  int readers = 0, next = -1;
+  for (int l = 0; l < static_cast<int>(w_.layers.size()); ++l) {
+    if (std::find(lay_.reads[l].begin(), lay_.reads[l].end(), kept) != lay_.reads[l].end()) {
+      ++readers, next = l;
+    }
+  }
+  if (readers != 1 || plan_.layers[next].group != group_ ||
+      plan_.layers[next].sharding != Strategy::Spatial) {
+    return false;
+  }
+  const std::vector<std::size_t>& next_nodes = w_.layers[next].nodes;
+  const Node& next_conv = g_.nodes[next_nodes[0]];
+  if (next_conv.op_type != "Conv" || next_conv.inputs[0] != kept ||
+      !can_shard_op(g_, next_conv, Strategy::Spatial, members_)) {
+    return false;
+  }
+  for (std::size_t i = 1; i < next_nodes.size(); ++i) {
+    const auto& ins = g_.nodes[next_nodes[i]].inputs;
+    if (std::find(ins.begin(), ins.end(), kept) != ins.end()) return false;
+  }
+  return true;
+}
+
 void Runner::prepare_layer(int layer) {
   const Strategy s = plan_.layers[layer].sharding;
   const std::vector<std::size_t>& nodes = w_.layers[layer].nodes;
@@ -436,7 +516,8 @@ void Runner::prepare_layer(int layer) {
   if (members_ > 1 && split && can_shard_op(g_, first, s, members_)) {
     auto sl = std::make_unique<ShardedLayer>();
     for (int m = 0; m < members_; ++m) {
-      if (m != member_ && member_ != 0) continue;  // members need only their own part
+      // Members need only their own part (and, for a spatial chain, every part's rows).
+      if (m != member_ && member_ != 0 && s != Strategy::Spatial) continue;
       OpShard shard = shard_op(g_, first, s, m, members_);
       sl->in_axis = shard.in_axis;
       sl->out_axis = shard.out_axis;
@@ -446,16 +527,62 @@ void Runner::prepare_layer(int layer) {
       sl->out_shape.push_back(shard.out_shape);
       if (m == member_) {
         sl->own_in_shape = shard.in_shape;
+        sl->own_in_begin = shard.in_begin;
+        sl->own_in_end = shard.in_end;
         sl->part = make_program(std::move(shard.graph));
       }
     }
-    if (member_ == 0) {
-      std::vector<std::size_t> rest(nodes.begin() + 1, nodes.end());
-      std::vector<std::string> outputs = layer_outputs(layer);
-      std::erase(outputs, first.outputs[0]);  // the combined result is stored as it is
-      if (!rest.empty() && !outputs.empty()) {
-        sl->epilogue = make_program(nodes_graph(name + "_epilogue", rest, outputs));
+    sl->x_everywhere = everywhere_.count(first.inputs[0]) > 0;
+    if (s == Strategy::Spatial && first.op_type == "Conv") {
+      if (auto it = row_blocks_.find(first.inputs[0]); it != row_blocks_.end()) {
+        sl->rows_in = true;
+        sl->held = it->second;
+        for (int m = 0; m < members_; ++m) sl->need.push_back({sl->in_begin[m], sl->in_end[m]});
       }
+      if (keeps_rows(layer, sl->kept)) {
+        sl->rows_out = true;
+        const Shape& ys = g_.tensor(first.outputs[0]).shape;
+        auto& blocks = row_blocks_[sl->kept];
+        for (int m = 0; m < members_; ++m) blocks.push_back(block_range(ys[2], m, members_));
+        std::vector<std::size_t> rest(nodes.begin() + 1, nodes.end());
+        if (!rest.empty()) {
+          // The epilogue on this member's rows: every activation of the chain has the
+          // block's shape.
+          Graph epilogue = nodes_graph(name + "_rows", rest, {sl->kept});
+          Shape block = ys;
+          block[2] = blocks[member_].second - blocks[member_].first;
+          std::vector<std::string> names;
+          for (const auto& [t, info] : epilogue.tensors()) {
+            if (!info.is_constant() && info.shape == ys) names.push_back(t);
+          }
+          for (const std::string& t : names) {
+            epilogue.set_type(t, epilogue.tensor(t).dtype, block);
+          }
+          sl->block_epilogue = make_program(std::move(epilogue));
+        }
+        sharded_[layer] = std::move(sl);
+        return;
+      }
+    }
+    const bool all_reduce = s == Strategy::InChannelAllReduce;
+    if (all_reduce) everywhere_.insert(first.outputs[0]);
+    std::vector<std::size_t> rest(nodes.begin() + 1, nodes.end());
+    std::vector<std::string> outputs = layer_outputs(layer);
+    std::erase(outputs, first.outputs[0]);  // the combined result is stored as it is
+    if (!rest.empty() && !outputs.empty()) {
+      Graph epilogue = nodes_graph(name + "_epilogue", rest, outputs);
+      if (all_reduce) {
+        // Every member can run it when each of its inputs is on every member: the sum,
+        // other all-reduced results, graph inputs, constants and free nodes' results.
+        sl->epilogue_everywhere =
+            std::all_of(epilogue.inputs.begin(), epilogue.inputs.end(), [&](const std::string& t) {
+              if (everywhere_.count(t) || inputs_[0][0].count(t)) return true;
+              auto p = lay_.producer.find(t);
+              return p != lay_.producer.end() && lay_.node_layer[p->second] < 0;
+            });
+        if (sl->epilogue_everywhere) everywhere_.insert(outputs.begin(), outputs.end());
+      }
+      if (member_ == 0 || sl->epilogue_everywhere) sl->epilogue = make_program(std::move(epilogue));
     }
     sharded_[layer] = std::move(sl);
     return;
@@ -491,7 +618,59 @@ void Runner::run_sharded(int inference, int layer) {
     Stamp start = stamp();
     Tensor x_part;
     MPI_Request request;
-    if (sl.in_axis < 0) {
+    if (sl.rows_in) {
+      // Halo exchange: this member's rows of x are its block of the previous layer; the
+      // rows its part also reads come from the members that hold them (its neighbours),
+      // point to point.
+      const Tensor& mine = rows_[inference][b].at(xname);
+      std::vector<MPI_Request> requests;
+      std::vector<Tensor> outgoing, pieces(members_);
+      std::vector<char> have(members_, 0);  // which members' rows this part reads
+      const int tag = layer % 32000;
+      double received = 0;
+      auto overlap = [](std::pair<std::int64_t, std::int64_t> a,
+                        std::pair<std::int64_t, std::int64_t> c) {
+        return std::pair{std::max(a.first, c.first), std::min(a.second, c.second)};
+      };
+      for (int m = 0; m < members_; ++m) {
+        if (m == member_) continue;
+        const auto [lo, hi] = overlap(sl.need[m], sl.held[member_]);
+        if (lo >= hi) continue;
+        outgoing.push_back(
+            slice_axis(mine, 2, lo - sl.held[member_].first, hi - sl.held[member_].first));
+        MPI_Request& r = requests.emplace_back();
+        MPI_Isend(outgoing.back().raw(), static_cast<int>(outgoing.back().nbytes()), MPI_BYTE, m,
+                  tag, comm_, &r);
+      }
+      for (int j = 0; j < members_; ++j) {
+        const auto [lo, hi] = overlap(sl.need[member_], sl.held[j]);
+        if (lo >= hi) continue;
+        have[j] = 1;
+        if (j == member_) {
+          pieces[j] = slice_axis(mine, 2, lo - sl.held[j].first, hi - sl.held[j].first);
+          continue;
+        }
+        Shape shape = mine.shape();
+        shape[2] = hi - lo;
+        pieces[j] = Tensor(DType::F32, shape);
+        received += static_cast<double>(pieces[j].nbytes());
+        MPI_Request& r = requests.emplace_back();
+        MPI_Irecv(pieces[j].raw(), static_cast<int>(pieces[j].nbytes()), MPI_BYTE, j, tag, comm_,
+                  &r);
+      }
+      for (MPI_Request& r : requests) wait_collective(r, "a halo exchange");
+      std::vector<Tensor> parts;
+      for (int j = 0; j < members_; ++j) {
+        if (have[j]) parts.push_back(std::move(pieces[j]));
+      }
+      x_part = parts.size() == 1 ? std::move(parts[0]) : concat_axis(parts, 2);
+      event(layer, inference, "halo", "neighbours", start, received);
+    } else if (sl.x_everywhere) {
+      // The input is on every member already: no message.
+      const Tensor& x = value(inference, b, xname);
+      x_part = sl.in_axis < 0 ? Tensor::view(x.dtype(), x.shape(), const_cast<std::byte*>(x.raw()))
+                              : slice_axis(x, sl.in_axis, sl.own_in_begin, sl.own_in_end);
+    } else if (sl.in_axis < 0) {
       const TensorInfo& xi = g_.tensor(xname);
       if (leader) {
         const Tensor& x = value(inference, b, xname);
@@ -525,6 +704,18 @@ void Runner::run_sharded(int inference, int layer) {
     in.emplace(xname, std::move(x_part));
     Tensor part = std::move(sl.part->run(in).at(yname));
     event(layer, inference, "compute", strategy_name(s), start);
+    if (sl.rows_out) {
+      // The result stays here as this member's rows for the next layer.
+      if (sl.block_epilogue) {
+        start = stamp();
+        TensorMap feed_rows;
+        feed_rows.emplace(yname, std::move(part));
+        part = std::move(sl.block_epilogue->run(feed_rows).at(sl.kept));
+        event(layer, inference, "compute", "epilogue (rows)", start);
+      }
+      rows_[inference][b][sl.kept] = std::move(part);
+      continue;
+    }
     // 3. Combine at the leader: gather the blocks, or sum the partials.
     start = stamp();
     Tensor combined;
@@ -551,15 +742,41 @@ void Runner::run_sharded(int inference, int layer) {
         combined = concat_axis(parts, sl.out_axis);
       }
       event(layer, inference, "gather", "group", start, static_cast<double>(part.nbytes()));
+    } else if (s == Strategy::InChannelAllReduce) {
+      // Every member gets the sum (MPI's all-reduce: the same bits on every member).
+      combined = Tensor(DType::F32, part.shape());
+      MPI_Iallreduce(part.raw(), combined.raw(), static_cast<int>(part.numel()), MPI_FLOAT, MPI_SUM,
+                     comm_, &request);
+      wait_collective(request, "an all-reduce");
+      event(layer, inference, "allreduce", "group", start, static_cast<double>(part.nbytes()));
     } else {
+      // Reduce-scatter: member m sums block m of the partials (blocks of the flattened
+      // result: output-channel blocks of a convolution), then the leader gathers the
+      // summed blocks.
+      std::vector<int> counts(members_), displs(members_);
+      for (int m = 0; m < members_; ++m) {
+        const auto [lo, hi] = block_range(part.numel(), m, members_);
+        displs[m] = static_cast<int>(lo);
+        counts[m] = static_cast<int>(hi - lo);
+      }
+      Tensor mine(DType::F32, Shape{counts[member_]});
+      MPI_Ireduce_scatter(part.raw(), mine.raw(), counts.data(), MPI_FLOAT, MPI_SUM, comm_,
+                          &request);
+      wait_collective(request, "a reduce-scatter");
+      event(layer, inference, "reduce-scatter", "group", start, static_cast<double>(part.nbytes()));
+      start = stamp();
       if (leader) combined = Tensor(DType::F32, part.shape());
-      MPI_Ireduce(part.raw(), leader ? combined.raw() : nullptr, static_cast<int>(part.numel()),
-                  MPI_FLOAT, MPI_SUM, 0, comm_, &request);
-      wait_collective(request, "a sum (reduce)");
-      event(layer, inference, "reduce", "group", start, static_cast<double>(part.nbytes()));
+      MPI_Igatherv(mine.raw(), counts[member_], MPI_FLOAT, leader ? combined.raw() : nullptr,
+                   counts.data(), displs.data(), MPI_FLOAT, 0, comm_, &request);
+      wait_collective(request, "a gather of summed blocks");
+      event(layer, inference, "gather", "group", start, static_cast<double>(mine.nbytes()));
     }
-    if (!leader) continue;
-    // 4. The rest of the layer (bias, normalisation, activation...) at the leader.
+    if (!leader && !sl.epilogue_everywhere) {
+      if (s == Strategy::InChannelAllReduce) env_[inference][b][yname] = std::move(combined);
+      continue;
+    }
+    // 4. The rest of the layer (bias, normalisation, activation...) at the leader, or on
+    //    every member when all hold its inputs.
     env_[inference][b][yname] = std::move(combined);
     if (sl.epilogue) {
       start = stamp();
@@ -667,6 +884,8 @@ DistributedRun Runner::run() {
   }
   env_.assign(settings_.stream,
               std::vector<std::unordered_map<std::string, Tensor>>(settings_.batch));
+  rows_.assign(settings_.stream,
+               std::vector<std::unordered_map<std::string, Tensor>>(settings_.batch));
   // Connections within the group are made before the clock starts.
   int ready = 1, all_ready = 0;
   MPI_Allreduce(&ready, &all_ready, 1, MPI_INT, MPI_SUM, comm_);
@@ -680,6 +899,7 @@ DistributedRun Runner::run() {
     }
     // Free what this inference no longer needs on members (the leader keeps outputs).
     if (member_ != 0) env_[i].assign(settings_.batch, {});
+    rows_[i].assign(settings_.batch, {});
   }
   DistributedRun result;
   // Graph outputs at rank 0.

@@ -12,9 +12,17 @@
 //    is split (op_shards.hpp); the leader broadcasts the activation (MPI_Ibcast, out-
 //    channel) or scatters its blocks (MPI_Iscatterv: channel blocks, or row blocks with
 //    their halo rows for spatial), every member runs its part on the executor, the leader
-//    gathers the blocks (MPI_Igatherv) or sums the partials (MPI_Ireduce) and runs the rest
-//    of the layer (its epilogue). Both in-channel strategies reduce to the leader, since
-//    the leader runs the epilogue;
+//    gathers the blocks (MPI_Igatherv) and runs the rest of the layer (its epilogue).
+//    In-channel all-reduce: the partials are summed by MPI_Iallreduce, so every member
+//    holds the sum; each runs the epilogue too when all its inputs are on every member,
+//    and a later split layer of the group whose input is on every member takes its block
+//    locally (no broadcast or scatter). In-channel reduce-scatter: MPI_Ireduce_scatter
+//    sums block m of the partials on member m, then the leader gathers the blocks;
+//  - spatial chains: when a spatially split convolution's elementwise epilogue can run
+//    on row blocks and its result is read only by the next spatially split convolution
+//    of the group, every member keeps its rows, and the next layer's members fetch the
+//    halo rows they lack from the neighbours that hold them (MPI_Isend/MPI_Irecv on the
+//    group's communicator), without the leader;
 //  - a sharded layer whose linear op cannot be split: run by the leader as "none" (the
 //    timeline says so).
 // Tensors that cross groups go leader to leader as non-blocking messages, sent as soon as

@@ -19,7 +19,13 @@ MappingRun::MappingRun(const MappingRequest& request, const ConfigRoots& roots)
                                         : default_cost_provider();
   if (system_.cpu_ranks > 0) {
     cpu_model_ = make_analytic_cost_model(load_device_spec("cpu", roots));
-    measured_ = std::make_unique<MeasuredCpuCostProvider>(*cpu_model_, others);
+    double model_bytes = 0;  // one inference's weights and activations (f32)
+    for (const Layer& l : workload_.layers) {
+      model_bytes +=
+          4 * (l.weight_elements() +
+               l.output_elements() / static_cast<double>(std::max<std::int64_t>(1, l.batch)));
+    }
+    measured_ = std::make_unique<MeasuredCpuCostProvider>(*cpu_model_, others, model_bytes);
   }
   evaluator_ = std::make_unique<Evaluator>(
       workload_, system_, measured_ ? static_cast<const LayerCostProvider&>(*measured_) : others);

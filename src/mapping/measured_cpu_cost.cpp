@@ -3,6 +3,7 @@
 
 #include <omp.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -42,12 +43,35 @@ void as_grouped_convolution(Graph& graph, const Layer& layer) {
   conv.attributes["group"] = layer.conv_groups;
 }
 
+// Inside a model a layer finds its weights and activations where the rest of the model
+// left the caches, while repeated runs of it alone find them hot: on this machine
+// MobileNetV2's layers ran 1.7x and ResNet-50's 1.2x slower (CPU time) with the last-level
+// cache evicted, as inside the model. Writing `bytes` elsewhere before each timed run
+// evicts what the rest of the model would.
+std::size_t last_level_cache_bytes() {
+  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  return static_cast<std::size_t>(l3 > 0 ? l3 : (l2 > 0 ? l2 : 32L << 20));
+}
+
+void evict_caches(std::size_t bytes) {
+  static std::vector<unsigned char> buffer(last_level_cache_bytes() * 3 / 2);
+  static unsigned char round = 0;
+  ++round;
+  bytes = std::min(bytes, buffer.size());
+  for (std::size_t i = 0; i < bytes; i += 64) buffer[i] = round;
+}
+
 }  // namespace
 
 MeasuredCpuCostProvider::MeasuredCpuCostProvider(const CostModel& cpu_model,
                                                  const LayerCostProvider& others,
-                                                 double target_seconds)
-    : cpu_model_(cpu_model), others_(others), target_seconds_(target_seconds) {}
+                                                 double model_bytes, double target_seconds)
+    : cpu_model_(cpu_model),
+      others_(others),
+      evict_bytes_(static_cast<std::size_t>(
+          std::min(model_bytes, static_cast<double>(last_level_cache_bytes()) * 1.5))),
+      target_seconds_(target_seconds) {}
 
 double MeasuredCpuCostProvider::measure(const Layer& layer, const Design& design,
                                         std::string& why) const {
@@ -68,7 +92,8 @@ double MeasuredCpuCostProvider::measure(const Layer& layer, const Design& design
     // One thread: its CPU time, which other processes on the machine do not inflate (on
     // an idle core it equals the wall time). More threads: wall time.
     const bool cpu_clock = design.threads == 1;
-    while (times.size() < 5 || (spent < target_seconds_ && times.size() < 50)) {
+    while (times.size() < 3 || (spent < target_seconds_ && times.size() < 5)) {
+      evict_caches(evict_bytes_);
       const double c0 = thread_cpu_seconds();
       const auto t0 = std::chrono::steady_clock::now();
       const TensorMap outputs = executor.run(inputs);  // as the runner: results copied out
@@ -78,8 +103,9 @@ double MeasuredCpuCostProvider::measure(const Layer& layer, const Design& design
       spent += wall;
     }
     omp_set_num_threads(saved_threads);
-    // The fastest run: on a machine other processes share, the others were preempted.
-    return *std::min_element(times.begin(), times.end()) * sub.repeat;
+    // The median run: the fastest is a run whose inputs stayed hot against the odds.
+    std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+    return times[times.size() / 2] * sub.repeat;
   } catch (const std::exception& e) {
     why = e.what();
     return -1;

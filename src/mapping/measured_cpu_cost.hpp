@@ -1,11 +1,11 @@
 // Layer costs of CPU-cluster ranks, measured: a CPU design's cost of a (sharded) layer is
-// the fastest of >= 5 runs (one thread: its CPU time, so other processes on the machine
-// do not inflate it) of the layer's subgraph
-// (layer_subgraph.hpp, the shard's exact shapes) run by the CPU plan executor with the design's
-// thread count, under the plan the kernel orchestrator picks for the given CPU cost model, results
-// copied out as the plan runner does. One sample is measured and the batch multiplies it (the
-// runner runs the batch-1 model once per sample). Memoised by (threads, signature), so repeated
-// blocks and equal shards are measured once. Other designs are delegated.
+// the median of 3 to 5 runs, each after evicting the caches (one thread: its CPU time, so other
+// processes on the machine do not inflate it) of the layer's subgraph (layer_subgraph.hpp, the
+// shard's exact shapes) run by the CPU plan executor with the design's thread count, under the plan
+// the kernel orchestrator picks for the given CPU cost model, results copied out as the plan runner
+// does. One sample is measured and the batch multiplies it (the runner runs the batch-1 model once
+// per sample). Memoised by (threads, signature), so repeated blocks and equal shards are measured
+// once. Other designs are delegated.
 #pragma once
 
 #include <map>
@@ -29,8 +29,11 @@ class MeasuredCpuCostProvider : public LayerCostProvider {
  public:
   // `cpu_model` orchestrates each layer subgraph (e.g. the analytic model of
   // configs/devices/cpu.toml); `others` prices non-CPU designs. Both must outlive this.
+  // `model_bytes`: what one inference of the whole model touches (weights and
+  // activations); before each timed run that much (at most 1.5x the last-level cache) is
+  // written elsewhere, as the rest of the model does between two runs of a layer.
   MeasuredCpuCostProvider(const CostModel& cpu_model, const LayerCostProvider& others,
-                          double target_seconds = 0.02);
+                          double model_bytes = 1e18, double target_seconds = 0.02);
   double compute_seconds(const Layer& layer, const Design& design) const override;
   MeasuredCpuCostStats stats() const;
 
@@ -39,6 +42,7 @@ class MeasuredCpuCostProvider : public LayerCostProvider {
 
   const CostModel& cpu_model_;
   const LayerCostProvider& others_;
+  std::size_t evict_bytes_;
   double target_seconds_;
   mutable std::mutex mutex_;
   mutable std::map<std::string, double> memo_;

@@ -287,7 +287,13 @@ void run(const RunOptions& options) {
       throw UnsupportedError(fmt::format("{} (orchid run without --device/--plan)", e.what()));
     }
     refuse_half_floats(g, options.model.model);
+    // The plan run: imported (`executable`), or one of a live orchestration's plans, which
+    // stays in place so that the selection's warm executor of it can run on.
     ExecutablePlan executable;
+    std::unique_ptr<Orchestration> orchestration;
+    std::unique_ptr<PlanExecutor> selected_executor;
+    const Plan* plan_run = nullptr;
+    const FissionResult* fission_run = nullptr;
     if (!options.plan.empty()) {
       executable = import_plan(g, read_regular_file(options.plan, kMaxPlanBytes, "--plan file"),
                                fmt::format("--plan '{}'", options.plan));
@@ -302,7 +308,9 @@ void run(const RunOptions& options) {
       const bool select = options.plan_kind == "fastest" && !gpu;
       OrchestrateOptions orchestrate_options;
       if (select) orchestrate_options.k_best = static_cast<std::size_t>(options.k_best);
-      Orchestration o = orchestrate(g, *cost_model, orchestrate_options);
+      orchestration =
+          std::make_unique<Orchestration>(orchestrate(g, *cost_model, orchestrate_options));
+      Orchestration& o = *orchestration;
       report_measured_costs(*cost_model, cost, options.model.model);
       orchestration_report = fmt::format(
           "orchestrate {:.2f} s ({} cost model; BLP {:.2f} s{})\n", o.stats.total_seconds,
@@ -317,7 +325,7 @@ void run(const RunOptions& options) {
         PlanSelectionOptions so;
         so.budget_seconds = options.select_seconds;
         const std::vector<const Plan*> candidates = plan_candidates(o);
-        const PlanSelection selection =
+        PlanSelection selection =
             select_fastest_plan(o.fission.graph, o.fission.alternatives, candidates, feed, so);
         orchestration_report += describe_selection(selection);
         nlohmann::json trials = nlohmann::json::array();
@@ -331,12 +339,12 @@ void run(const RunOptions& options) {
                                {"rounds", selection.rounds},
                                {"candidates", trials},
                                {"chosen", selection.trials[selection.fastest].kind}};
-        for (const Plan* p : candidates) {
-          if (p->kind == selection.trials[selection.fastest].kind) chosen = p;
-        }
+        chosen = candidates[selection.fastest];
+        selected_executor = std::move(selection.fastest_executor);
       }
-      executable = take_plan(std::move(o), *chosen);
-      const Plan& plan = executable.plan;
+      plan_run = chosen;
+      fission_run = &o.fission;
+      const Plan& plan = *chosen;
       predicted_ms = plan.total_us / 1e3;
       engine = fmt::format("plan executor, {} plan for {} ({} kernels, {} {:.2f} ms)", plan.kind,
                            spec, plan.kernels.size(),
@@ -345,12 +353,17 @@ void run(const RunOptions& options) {
                         {"device_model", spec},
                         {options.cost.profile ? "measured_us" : "predicted_us", plan.total_us}};
     }
-    const Plan& plan = executable.plan;
-    const Graph& primitives = executable.fission.graph;
+    if (!plan_run) {
+      plan_run = &executable.plan;
+      fission_run = &executable.fission;
+    }
+    const Plan& plan = *plan_run;
+    const Graph& primitives = fission_run->graph;
+    const auto& alternatives = fission_run->alternatives;
     report["plan"]["kernels"] = plan.kernels.size();
     report["device"] = gpu ? options.device : std::string("cpu");
     if (gpu) {
-      GpuPlanRunner runner(options.device, primitives, plan, executable.fission.alternatives,
+      GpuPlanRunner runner(options.device, primitives, plan, alternatives,
                            options.linear_backend);
       runner.execute(feed);  // warm-up
       for (int r = 0; r < options.repeat; ++r) times.push_back(runner.timed_run(feed));
@@ -362,8 +375,11 @@ void run(const RunOptions& options) {
                                     primitives, plan, options.repeat);
       }
     } else {
-      PlanExecutor executor(primitives, plan, executable.fission.alternatives);
-      executor.execute(feed);  // warm-up
+      if (!selected_executor) {
+        selected_executor = std::make_unique<PlanExecutor>(primitives, plan, alternatives);
+        selected_executor->execute(feed);  // warm-up
+      }
+      PlanExecutor& executor = *selected_executor;
       for (int r = 0; r < options.repeat; ++r) {
         const auto start = std::chrono::steady_clock::now();
         executor.execute(feed);

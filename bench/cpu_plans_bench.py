@@ -10,7 +10,9 @@ timed, the fastest kept), the same with --plan-kind optimal and --plan-kind gree
 and ONNX Runtime (bench/executor_benchmark.py's worker, ORT_ENABLE_ALL, same threads) on
 the `orchid materialize`d file. Each engine's best round (lowest median) is reported, with
 orchid's predicted time and its orchestration/selection time. --busy K starts K processes
-spinning on core 0 (taskset) for the whole measurement, the same for every engine.
+spinning on core 0 (taskset) for the whole measurement, the same for every engine; --avx2
+runs orchid with ONEDNN_MAX_CPU_ISA=AVX2. orchid's figures come from `orchid run --json -`;
+every engine's peak resident memory from /usr/bin/time (%M).
 Prints a markdown table; nothing is asserted.
 """
 from __future__ import annotations
@@ -27,30 +29,45 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def orchid_run(orchid: str, model: Path, extra: list[str], repeat: int, threads: int) -> dict:
+def timed_child(cmd: list[str], env: dict | None = None) -> tuple[subprocess.CompletedProcess, float]:
+    """Runs cmd; returns the process and its peak resident memory in MiB (/usr/bin/time %M,
+    NaN where that tool is missing)."""
+    with tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
+        wrapped = (["/usr/bin/time", "-q", "-f", "%M", "-o", rss.name] + cmd
+                   if os.path.exists("/usr/bin/time") else cmd)
+        p = subprocess.run(wrapped, capture_output=True, text=True, timeout=1800, env=env)
+        text = rss.read().strip().splitlines()
+    try:
+        return p, float(text[-1]) / 1024
+    except (IndexError, ValueError):
+        return p, float("nan")
+
+
+def orchid_run(orchid: str, model: Path, extra: list[str], repeat: int, threads: int,
+               env: dict | None = None) -> dict:
+    """One `orchid run ... --json -` (docs/json_output.md); the default command runs with
+    --reselect so that its selection is timed in every round, not read from the cache."""
     cmd = [orchid, "run", str(model), "--device", "cpu", "--repeat", str(repeat),
-           "--threads", str(threads)] + extra
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+           "--threads", str(threads), "--json", "-"] + extra
+    p, rss = timed_child(cmd, env)
     if p.returncode != 0:
-        return {"error": (p.stderr or p.stdout).strip().splitlines()[-1]}
-    out = p.stdout
-    r: dict = {}
-    m = re.search(r"^time +([\d.]+) ms median", out, re.M)
-    r["median_ms"] = float(m.group(1)) if m else float("nan")
-    m = re.search(r"predicted ([\d.]+) ms, measured", out)
-    r["predicted_ms"] = float(m.group(1)) if m else float("nan")
-    m = re.search(r"^orchestrate ([\d.]+) s", out, re.M)
-    r["orchestrate_s"] = float(m.group(1)) if m else float("nan")
-    m = re.search(r"^select .* in ([\d.]+) s .*-> (\S+)$", out, re.M)
-    r["select_s"] = float(m.group(1)) if m else 0.0
-    r["chosen"] = m.group(2) if m else ""
-    m = re.search(r"^select +(.*)$", out, re.M)
-    r["select_line"] = m.group(1) if m else ""
-    m = re.search(r"oneDNN ISA (\S+)", out)
-    r["isa"] = m.group(1) if m else "?"
-    m = re.search(r"coefficient of variation ([\d.]+)%", out)
-    r["cv_pct"] = float(m.group(1)) if m else float("nan")
-    return r
+        return {"error": (p.stderr or p.stdout or "?").strip().splitlines()[-1]}
+    j = json.loads(p.stdout)
+    sel = j.get("selection", {})
+    chosen = sel.get("chosen", "")
+    trials = sel.get("candidates", [])
+    return {
+        "median_ms": j["time_ms"]["median"],
+        "cv_pct": 100 * j["time_ms"].get("cv", float("nan")),
+        "predicted_ms": j.get("plan", {}).get("predicted_ms", float("nan")),
+        "orchestrate_s": j.get("orchestrate_seconds", float("nan")),
+        "select_s": sel.get("seconds", 0.0),
+        "chosen": chosen,
+        "select_line": ", ".join(f"{t['kind']} {t['median_ms']:.3g}" for t in trials),
+        "isa": j.get("cpu", {}).get("onednn_isa", "?"),
+        "peak_rss_mib": rss,
+        "executor_peak_mib": j.get("memory_bytes", {}).get("peak", float("nan")) / 2**20,
+    }
 
 
 def make_inputs(model: Path, folder: Path, python: str) -> Path:
@@ -70,13 +87,15 @@ json.dump(m, open({str(folder / 'inputs.json')!r}, "w"))
 
 def ort_run(python: str, model: Path, manifest: Path, threads: int, repeat: int, folder: Path) -> dict:
     result = folder / "ort.json"
-    p = subprocess.run([python, str(ROOT / "bench/executor_benchmark.py"), "_worker", "onnxruntime",
-                        "--model", str(model), "--inputs", str(manifest), "--threads", str(threads),
-                        "--repeat", str(repeat), "--result", str(result)],
-                       capture_output=True, text=True, timeout=1800)
+    p, rss = timed_child([python, str(ROOT / "bench/executor_benchmark.py"), "_worker",
+                          "onnxruntime", "--model", str(model), "--inputs", str(manifest),
+                          "--threads", str(threads), "--repeat", str(repeat), "--result",
+                          str(result)])
     if p.returncode != 0:
-        return {"error": (p.stderr or p.stdout).strip().splitlines()[-1]}
-    return json.loads(result.read_text())
+        return {"error": (p.stderr or p.stdout or "?").strip().splitlines()[-1]}
+    r = json.loads(result.read_text())
+    r["peak_rss_mib"] = rss
+    return r
 
 
 def main() -> int:
@@ -88,10 +107,13 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--busy", type=int, default=0, help="processes spinning on core 0")
+    ap.add_argument("--avx2", action="store_true",
+                    help="orchid with ONEDNN_MAX_CPU_ISA=AVX2 (oneDNN's AVX2 kernels)")
     a = ap.parse_args()
     busy = [subprocess.Popen(["taskset", "-c", "0", "sh", "-c", "while :; do :; done"])
             for _ in range(a.busy)]
     rows = []
+    env = dict(os.environ, ONEDNN_MAX_CPU_ISA="AVX2") if a.avx2 else None
     try:
         for name in a.models:
             model = ROOT / "models" / f"{name}.onnx"
@@ -102,11 +124,12 @@ def main() -> int:
                                capture_output=True)
                 manifest = make_inputs(full, folder, a.python)
                 engines = {
-                    "default": lambda: orchid_run(a.orchid, model, [], a.repeat, a.threads),
+                    "default": lambda: orchid_run(a.orchid, model, ["--reselect"], a.repeat,
+                                                  a.threads, env),
                     "optimal": lambda: orchid_run(a.orchid, model, ["--plan-kind", "optimal"],
-                                                  a.repeat, a.threads),
+                                                  a.repeat, a.threads, env),
                     "greedy": lambda: orchid_run(a.orchid, model, ["--plan-kind", "greedy-fusion"],
-                                                 a.repeat, a.threads),
+                                                 a.repeat, a.threads, env),
                     "ort": lambda: ort_run(a.python, full, manifest, a.threads, a.repeat, folder),
                 }
                 best: dict = {}
@@ -123,8 +146,9 @@ def main() -> int:
         for b in busy:
             b.kill()
     print(f"| model | default (ms) | chosen | orchestrate + select (s) | optimal (ms) | greedy (ms) "
-          f"| ORT (ms) | default/ORT | optimal/greedy | optimal predicted/measured (ms) |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          f"| ORT (ms) | default/ORT | optimal/greedy | optimal predicted/measured (ms) "
+          f"| peak RSS default / ORT (MiB) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name, b in rows:
         d, o, g, t = (b.get(k, {}) for k in ("default", "optimal", "greedy", "ort"))
         f = lambda x: f"{x:.2f}" if isinstance(x, float) else "err"
@@ -134,7 +158,8 @@ def main() -> int:
               f"{f(g.get('median_ms'))} | {f(t.get('median_ms'))} | "
               f"{ratio(d.get('median_ms'), t.get('median_ms'))} | "
               f"{ratio(o.get('median_ms'), g.get('median_ms'))} | "
-              f"{f(o.get('predicted_ms'))} / {f(o.get('median_ms'))} |")
+              f"{f(o.get('predicted_ms'))} / {f(o.get('median_ms'))} | "
+              f"{f(d.get('peak_rss_mib'))} / {f(t.get('peak_rss_mib'))} |")
     return 0
 
 

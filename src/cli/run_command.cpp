@@ -33,6 +33,7 @@
 #include "profile/chrome_trace.hpp"
 #include "profile/cpu_environment.hpp"
 #include "profile/plan_selection.hpp"
+#include "profile/plan_selection_cache.hpp"
 #include "runtime/plan_executor.hpp"
 #include "util/atomic_file.hpp"
 #include "util/error.hpp"
@@ -62,6 +63,7 @@ struct RunOptions {
   int kernel_times = 0;               // with a plan: list this many slowest kernels
   int threads = 0;                    // --threads (threads_given) else the affinity mask's cores
   bool threads_given = false;
+  bool reselect = false;      // --reselect: time the candidates even when a choice is cached
   int k_best = 3;             // --plan-kind fastest: ranked plans timed beside greedy
   double select_seconds = 2;  // their timed runs together
   std::string linear_backend = "generated";  // with --device cuda: generated, vendor, auto
@@ -199,6 +201,78 @@ std::string describe_selection(const PlanSelection& s) {
   return out + fmt::format(" -> {}\n", s.trials[s.fastest].kind);
 }
 
+// The cache key of a plan selection: everything its answer depends on.
+PlanSelectionKey selection_key(const RunOptions& options, const Graph& g,
+                               const std::vector<const Plan*>& candidates) {
+  std::string shapes;
+  for (const auto& name : g.inputs) {
+    const TensorInfo& info = g.tensor(name);
+    shapes += fmt::format("{} {} {};", name, dtype_name(info.dtype), shape_to_string(info.shape));
+  }
+  PlanSelectionKey key;
+  key.model = model_content_hash(options.model.model, shapes);
+  key.candidates = candidates_hash(candidates);
+  key.isa = effective_cpu_isa();
+  key.threads = cpu_threads();
+  key.settings = fmt::format("orchid {}; {} costs{}; k-best {}; select-seconds {}", ORCHID_VERSION,
+                             options.cost.profile ? "measured" : "analytic",
+                             options.cost.profile ? " " + options.cost.profile_db : "",
+                             options.k_best, options.select_seconds);
+  return key;
+}
+
+// --plan-kind fastest: the candidate plans timed end to end (or the choice cached for the
+// same key), the fastest returned; its warm executor, when timed now, in `executor`.
+const Plan* select_plan(const RunOptions& options, const Graph& g, const Orchestration& o,
+                        const std::vector<const Plan*>& candidates, const TensorMap& feed,
+                        std::string& text, nlohmann::json& report,
+                        std::unique_ptr<PlanExecutor>& executor) {
+  const PlanSelectionKey key = selection_key(options, g, candidates);
+  std::string cache;
+  try {
+    cache = default_plan_choice_path("cpu");
+  } catch (const Error&) {  // no HOME nor XDG_CACHE_HOME: no cache, time every run
+  }
+  if (!cache.empty() && !options.reselect) {
+    if (const auto cached = find_plan_choice(cache, key)) {
+      for (const Plan* p : candidates) {
+        if (p->kind != cached->chosen) continue;
+        std::string timed;
+        for (const PlanTrial& t : cached->trials) {
+          timed += fmt::format("{}{} {:.3g}", timed.empty() ? "" : ", ", t.kind, t.median_ms);
+        }
+        text += fmt::format(
+            "select   reused the choice cached in {}: {} (timed then, median ms: {}; "
+            "--reselect times the candidates again)\n",
+            cache, p->kind, timed);
+        report["selection"] = {{"cached", cache}, {"chosen", p->kind}};
+        return p;
+      }
+    }
+  }
+  PlanSelectionOptions so;
+  so.budget_seconds = options.select_seconds;
+  PlanSelection selection =
+      select_fastest_plan(o.fission.graph, o.fission.alternatives, candidates, feed, so);
+  text += describe_selection(selection);
+  nlohmann::json trials = nlohmann::json::array();
+  for (const PlanTrial& t : selection.trials) {
+    trials.push_back({{"kind", t.kind},
+                      {"median_ms", t.median_ms},
+                      {"predicted_ms", t.predicted_ms},
+                      {"cv", t.cv}});
+  }
+  report["selection"] = {{"seconds", selection.seconds},
+                         {"rounds", selection.rounds},
+                         {"candidates", trials},
+                         {"chosen", selection.trials[selection.fastest].kind}};
+  if (!cache.empty()) {
+    if (store_plan_choice(cache, key, selection)) report["selection"]["stored"] = cache;
+  }
+  executor = std::move(selection.fastest_executor);
+  return candidates[selection.fastest];
+}
+
 nlohmann::json stats_json(const PlanExecutorStats& s) {
   return {{"kernels",
            {{"kernels", s.kernels},
@@ -289,7 +363,13 @@ void run(const RunOptions& options) {
       throw UnsupportedError(fmt::format("{} (orchid run without --device/--plan)", e.what()));
     }
     refuse_half_floats(g, options.model.model);
+    // The plan run: imported (`executable`), or one of a live orchestration's plans, which
+    // stays in place so that the selection's warm executor of it can run on.
     ExecutablePlan executable;
+    std::unique_ptr<Orchestration> orchestration;
+    std::unique_ptr<PlanExecutor> selected_executor;
+    const Plan* plan_run = nullptr;
+    const FissionResult* fission_run = nullptr;
     if (!options.plan.empty()) {
       executable = import_plan(g, read_regular_file(options.plan, kMaxPlanBytes, "--plan file"),
                                fmt::format("--plan '{}'", options.plan));
@@ -304,7 +384,9 @@ void run(const RunOptions& options) {
       const bool select = options.plan_kind == "fastest" && !gpu;
       OrchestrateOptions orchestrate_options;
       if (select) orchestrate_options.k_best = static_cast<std::size_t>(options.k_best);
-      Orchestration o = orchestrate(g, *cost_model, orchestrate_options);
+      orchestration =
+          std::make_unique<Orchestration>(orchestrate(g, *cost_model, orchestrate_options));
+      Orchestration& o = *orchestration;
       report_measured_costs(*cost_model, cost, options.model.model);
       orchestration_report = fmt::format(
           "orchestrate {:.2f} s ({} cost model; BLP {:.2f} s{})\n", o.stats.total_seconds,
@@ -316,29 +398,13 @@ void run(const RunOptions& options) {
       const Plan* chosen =
           &plan_of_kind(o, options.plan_kind == "fastest" ? "optimal" : options.plan_kind);
       if (select) {
-        PlanSelectionOptions so;
-        so.budget_seconds = options.select_seconds;
         const std::vector<const Plan*> candidates = plan_candidates(o);
-        const PlanSelection selection =
-            select_fastest_plan(o.fission.graph, o.fission.alternatives, candidates, feed, so);
-        orchestration_report += describe_selection(selection);
-        nlohmann::json trials = nlohmann::json::array();
-        for (const PlanTrial& t : selection.trials) {
-          trials.push_back({{"kind", t.kind},
-                            {"median_ms", t.median_ms},
-                            {"predicted_ms", t.predicted_ms},
-                            {"cv", t.cv}});
-        }
-        report["selection"] = {{"seconds", selection.seconds},
-                               {"rounds", selection.rounds},
-                               {"candidates", trials},
-                               {"chosen", selection.trials[selection.fastest].kind}};
-        for (const Plan* p : candidates) {
-          if (p->kind == selection.trials[selection.fastest].kind) chosen = p;
-        }
+        chosen = select_plan(options, g, o, candidates, feed, orchestration_report, report,
+                             selected_executor);
       }
-      executable = take_plan(std::move(o), *chosen);
-      const Plan& plan = executable.plan;
+      plan_run = chosen;
+      fission_run = &o.fission;
+      const Plan& plan = *chosen;
       predicted_ms = plan.total_us / 1e3;
       engine = fmt::format("plan executor, {} plan for {} ({} kernels, {} {:.2f} ms)", plan.kind,
                            spec, plan.kernels.size(),
@@ -347,13 +413,17 @@ void run(const RunOptions& options) {
                         {"device_model", spec},
                         {options.cost.profile ? "measured_us" : "predicted_us", plan.total_us}};
     }
-    const Plan& plan = executable.plan;
-    const Graph& primitives = executable.fission.graph;
+    if (!plan_run) {
+      plan_run = &executable.plan;
+      fission_run = &executable.fission;
+    }
+    const Plan& plan = *plan_run;
+    const Graph& primitives = fission_run->graph;
+    const auto& alternatives = fission_run->alternatives;
     report["plan"]["kernels"] = plan.kernels.size();
     report["device"] = gpu ? options.device : std::string("cpu");
     if (gpu) {
-      GpuPlanRunner runner(options.device, primitives, plan, executable.fission.alternatives,
-                           options.linear_backend);
+      GpuPlanRunner runner(options.device, primitives, plan, alternatives, options.linear_backend);
       runner.execute(feed);  // warm-up
       for (int r = 0; r < options.repeat; ++r) times.push_back(runner.timed_run(feed));
       outputs = runner.outputs();
@@ -364,8 +434,11 @@ void run(const RunOptions& options) {
                                     primitives, plan, options.repeat);
       }
     } else {
-      PlanExecutor executor(primitives, plan, executable.fission.alternatives);
-      executor.execute(feed);  // warm-up
+      if (!selected_executor) {
+        selected_executor = std::make_unique<PlanExecutor>(primitives, plan, alternatives);
+        selected_executor->execute(feed);  // warm-up
+      }
+      PlanExecutor& executor = *selected_executor;
       for (int r = 0; r < options.repeat; ++r) {
         const auto start = std::chrono::steady_clock::now();
         executor.execute(feed);
@@ -567,6 +640,10 @@ Action add_run_command(CLI::App& app) {
                   "With --plan-kind fastest: how many of the best predicted plans to time")
       ->default_val(3)
       ->check(in_range(1, 20));
+  cmd->add_flag("--reselect", options->reselect,
+                "With --plan-kind fastest: time the candidate plans again even when the choice "
+                "for this model, candidates, ISA and threads is cached (plan-choices-cpu.json "
+                "beside the profile database)");
   cmd->add_option("--select-seconds", options->select_seconds,
                   "With --plan-kind fastest: time for the candidate plans' timed runs "
                   "together (each runs at least 3 times)")

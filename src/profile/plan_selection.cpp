@@ -59,8 +59,9 @@ PlanSelection select_fastest_plan(const Graph& graph,
     bytes += p->arena_bytes + 2 * p->weight_bytes;  // packed weights may double them
   }
   out.interleaved = plans.size() == 1 || bytes <= options.interleave_bytes;
+  std::vector<std::unique_ptr<PlanExecutor>> executors(plans.size());
   if (out.interleaved) {
-    std::vector<std::unique_ptr<PlanExecutor>> executors;
+    executors.clear();
     for (const Plan* p : plans) {
       executors.push_back(std::make_unique<PlanExecutor>(graph, *p, alternatives));
       executors.back()->execute(inputs);  // warm-up: page faults, oneDNN JIT
@@ -79,18 +80,24 @@ PlanSelection select_fastest_plan(const Graph& graph,
     const PlanSelectionOptions each{options.budget_seconds / static_cast<double>(plans.size()),
                                     options.min_rounds, options.max_rounds,
                                     options.interleave_bytes};
+    std::size_t best = 0;  // the fastest so far keeps its executor (two alive at most)
     for (std::size_t k = 0; k < plans.size(); ++k) {
-      PlanExecutor executor(graph, *plans[k], alternatives);
-      executor.execute(inputs);
+      auto executor = std::make_unique<PlanExecutor>(graph, *plans[k], alternatives);
+      executor->execute(inputs);
       double spent_s = 0;
       int rounds = 0;
       while (more_rounds(rounds, spent_s, each)) {
-        const double ms = run_ms(executor, inputs);
+        const double ms = run_ms(*executor, inputs);
         out.trials[k].times_ms.push_back(ms);
         spent_s += ms / 1e3;
         ++rounds;
       }
       out.rounds = std::max(out.rounds, rounds);
+      if (k == 0 || median(out.trials[k].times_ms) < median(out.trials[best].times_ms)) {
+        executors[best].reset();
+        executors[k] = std::move(executor);
+        best = k;
+      }
     }
   }
   for (std::size_t k = 0; k < out.trials.size(); ++k) {
@@ -99,6 +106,7 @@ PlanSelection select_fastest_plan(const Graph& graph,
     t.cv = coefficient_of_variation(t.times_ms);
     if (t.median_ms < out.trials[out.fastest].median_ms) out.fastest = k;
   }
+  out.fastest_executor = std::move(executors[out.fastest]);
   out.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return out;
 }

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "ir/graph.hpp"
 #include "orchestrate/orchestrator.hpp"
 #include "orchestrate/plan.hpp"
+#include "runtime/plan_executor.hpp"
 
 namespace orchid {
 
@@ -42,6 +44,9 @@ struct PlanSelection {
   int rounds = 0;
   bool interleaved = true;
   double seconds = 0;  // wall time, executor construction and warm-ups included
+  // The fastest plan's executor, warm, as timed: the caller runs it rather than building
+  // (and packing weights for) a new one, so what runs is what was measured.
+  std::unique_ptr<PlanExecutor> fastest_executor;
 };
 
 // `graph` and `alternatives` are the fission result every plan indexes into; `inputs`

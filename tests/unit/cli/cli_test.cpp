@@ -321,6 +321,27 @@ TEST(CliCpu, HeaderNamesThreadsAndIsaAndHonoursMaxIsa) {
 // The default CPU run times the ranked plans and greedy fusion, keeps the fastest, and
 // prints orchestration time, predicted and measured time apart from the run time.
 TEST(CliCpu, DefaultRunSelectsAmongRankedPlansAndGreedy) {
+  // A cache folder of its own: the selection's choice is cached there (see below).
+  namespace fs = std::filesystem;
+  const fs::path cache =
+      fs::temp_directory_path() / ("orchid_select_cache_" + std::to_string(getpid()));
+  const char* old_xdg = std::getenv("XDG_CACHE_HOME");
+  const std::string saved_xdg = old_xdg ? old_xdg : "";
+  ::setenv("XDG_CACHE_HOME", cache.c_str(), 1);
+  struct Restore {
+    std::string saved;
+    bool had;
+    fs::path dir;
+    ~Restore() {
+      if (had) {
+        ::setenv("XDG_CACHE_HOME", saved.c_str(), 1);
+      } else {
+        ::unsetenv("XDG_CACHE_HOME");
+      }
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } restore{saved_xdg, old_xdg != nullptr, cache};
   const Result r = run_cli("run " + model("tiny_attention") +
                            " --device cpu --repeat 3 --select-seconds 0.2 --threads 1");
   ASSERT_EQ(r.code, 0) << r.err;
@@ -329,6 +350,19 @@ TEST(CliCpu, DefaultRunSelectsAmongRankedPlansAndGreedy) {
   EXPECT_NE(r.out.find("candidate plans timed end to end"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("plan     predicted "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("spread   coefficient of variation"), std::string::npos) << r.out;
+  // The same model, candidates, ISA and threads: the cached choice, no timing; a changed
+  // key (threads) or --reselect times the candidates again.
+  const std::string same =
+      "run " + model("tiny_attention") + " --device cpu --repeat 3 --select-seconds 0.2";
+  const Result again = run_cli(same + " --threads 1");
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_NE(again.out.find("select   reused the choice cached in"), std::string::npos) << again.out;
+  EXPECT_EQ(again.out.find("candidate plans timed end to end"), std::string::npos) << again.out;
+  for (const std::string& changed : {same + " --threads 2", same + " --threads 1 --reselect"}) {
+    const Result timed = run_cli(changed);
+    ASSERT_EQ(timed.code, 0) << timed.err;
+    EXPECT_NE(timed.out.find("candidate plans timed end to end"), std::string::npos) << timed.out;
+  }
   const Result fixed =
       run_cli("run " + model("tiny_attention") + " --device cpu --plan-kind optimal --threads 1");
   ASSERT_EQ(fixed.code, 0) << fixed.err;

@@ -1,0 +1,49 @@
+// The plan selection's choice, remembered between runs: timing the candidate plans takes
+// seconds, and its answer depends only on the model, the candidates, the machine's ISA
+// and the thread count. The cache lives beside the profile database (one JSON file per
+// device); an entry is reused only when every part of its key matches, else it is timed
+// again and replaced.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "orchestrate/plan.hpp"
+#include "profile/plan_selection.hpp"
+
+namespace orchid {
+
+struct PlanSelectionKey {
+  std::string model;       // content hash of the model file and its input shapes
+  std::string candidates;  // hash of the candidate plans (kinds and kernels)
+  std::string isa;         // oneDNN's effective ISA
+  int threads = 0;
+  std::string settings;  // orchid version, cost model, selection budget
+
+  bool operator==(const PlanSelectionKey&) const = default;
+};
+
+struct CachedPlanChoice {
+  std::string chosen;             // the kind of the plan kept
+  std::vector<PlanTrial> trials;  // as timed then (times_ms left empty)
+};
+
+// FNV-1a over the file's bytes (streamed) plus the given shape description; a path
+// that is not a regular file hashes by its name.
+std::string model_content_hash(const std::string& model_path, const std::string& shapes);
+std::string candidates_hash(const std::vector<const Plan*>& candidates);
+
+// Default file: plan-choices-<device>.json in the profile database's folder.
+std::string default_plan_choice_path(const std::string& device);
+
+// The cached choice for `key` in `path`, if any (a missing, unreadable or foreign file
+// is an empty cache: it is only a shortcut).
+std::optional<CachedPlanChoice> find_plan_choice(const std::string& path,
+                                                 const PlanSelectionKey& key);
+// Records the choice (atomic write; other models' entries kept). Failing to write is
+// not an error for the run: returns false.
+bool store_plan_choice(const std::string& path, const PlanSelectionKey& key,
+                       const PlanSelection& selection);
+
+}  // namespace orchid

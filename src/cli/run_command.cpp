@@ -29,6 +29,7 @@
 #include "orchestrate/plan_import.hpp"
 #include "passes/dynamic_rest.hpp"
 #include "passes/load_model.hpp"
+#include "passes/widen_half_floats.hpp"
 #include "passes/static_part.hpp"
 #include "profile/chrome_trace.hpp"
 #include "profile/cpu_environment.hpp"
@@ -168,23 +169,6 @@ std::string slowest_kernels(const KernelTimes& times, int repeat, int shown) {
   return out;
 }
 
-// The plan executor and the device code compute f32; f16/bf16 models run on the
-// reference interpreter (f32 compute, each tensor rounded to its dtype).
-void refuse_half_floats(const Graph& g, const std::string& model) {
-  for (const Node& node : g.nodes) {
-    for (const auto& name : node.outputs) {
-      if (name.empty() || !g.has_tensor(name)) continue;
-      const TensorInfo& info = g.tensor(name);
-      if (info.has_type && is_half_float(info.dtype)) {
-        unsupported(
-            "'{}': {} computes {} tensor '{}'; plans run f32 only (without --device/--plan the "
-            "reference interpreter runs f16/bf16 models)",
-            model, node.describe(), dtype_name(info.dtype), name);
-      }
-    }
-  }
-}
-
 // The candidates' measured times beside their predictions, and the one kept.
 std::string describe_selection(const PlanSelection& s) {
   std::string out = fmt::format(
@@ -286,10 +270,15 @@ void run(const RunOptions& options) {
     } catch (const UnsupportedError& e) {
       throw UnsupportedError(fmt::format("{} (orchid run without --device/--plan)", e.what()));
     }
-    refuse_half_floats(g, options.model.model);
+    // f16/bf16 models run widened to f32 (passes/widen_half_floats.hpp), cast at the
+    // graph boundary.
+    std::optional<Graph> widened;
+    if (has_half_floats(g)) widened = widen_half_floats(g);
+    const Graph& plan_graph = widened ? *widened : g;
+    const TensorMap plan_feed = widened ? widen_feed(feed) : feed;
     ExecutablePlan executable;
     if (!options.plan.empty()) {
-      executable = import_plan(g, read_regular_file(options.plan, kMaxPlanBytes, "--plan file"),
+      executable = import_plan(plan_graph, read_regular_file(options.plan, kMaxPlanBytes, "--plan file"),
                                fmt::format("--plan '{}'", options.plan));
       engine = fmt::format("plan executor, {} plan from {}", executable.plan.kind, options.plan);
       report["plan"] = {{"file", options.plan}, {"kind", executable.plan.kind}};
@@ -302,7 +291,7 @@ void run(const RunOptions& options) {
       const bool select = options.plan_kind == "fastest" && !gpu;
       OrchestrateOptions orchestrate_options;
       if (select) orchestrate_options.k_best = static_cast<std::size_t>(options.k_best);
-      Orchestration o = orchestrate(g, *cost_model, orchestrate_options);
+      Orchestration o = orchestrate(plan_graph, *cost_model, orchestrate_options);
       report_measured_costs(*cost_model, cost, options.model.model);
       orchestration_report = fmt::format(
           "orchestrate {:.2f} s ({} cost model; BLP {:.2f} s{})\n", o.stats.total_seconds,
@@ -318,7 +307,7 @@ void run(const RunOptions& options) {
         so.budget_seconds = options.select_seconds;
         const std::vector<const Plan*> candidates = plan_candidates(o);
         const PlanSelection selection =
-            select_fastest_plan(o.fission.graph, o.fission.alternatives, candidates, feed, so);
+            select_fastest_plan(o.fission.graph, o.fission.alternatives, candidates, plan_feed, so);
         orchestration_report += describe_selection(selection);
         nlohmann::json trials = nlohmann::json::array();
         for (const PlanTrial& t : selection.trials) {
@@ -352,31 +341,35 @@ void run(const RunOptions& options) {
     if (gpu) {
       GpuPlanRunner runner(options.device, primitives, plan, executable.fission.alternatives,
                            options.linear_backend);
-      runner.execute(feed);  // warm-up
-      for (int r = 0; r < options.repeat; ++r) times.push_back(runner.timed_run(feed));
+      runner.execute(plan_feed);  // warm-up
+      for (int r = 0; r < options.repeat; ++r) times.push_back(runner.timed_run(plan_feed));
       outputs = runner.outputs();
       engine += "; " + runner.summary();
       if (time_each_kernel) {
-        kernel_times = time_kernels([&] { return runner.execute_timed(feed); },
+        kernel_times = time_kernels([&] { return runner.execute_timed(plan_feed); },
                                     [&](std::size_t k) { return runner.describe_kernel(k); },
                                     primitives, plan, options.repeat);
       }
     } else {
       PlanExecutor executor(primitives, plan, executable.fission.alternatives);
-      executor.execute(feed);  // warm-up
+      executor.execute(plan_feed);  // warm-up
       for (int r = 0; r < options.repeat; ++r) {
         const auto start = std::chrono::steady_clock::now();
-        executor.execute(feed);
+        executor.execute(plan_feed);
         const auto stop = std::chrono::steady_clock::now();
         times.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
       }
       outputs = executor.outputs();
       stats = executor.stats();
       if (time_each_kernel) {
-        kernel_times = time_kernels([&] { return executor.execute_timed(feed); },
+        kernel_times = time_kernels([&] { return executor.execute_timed(plan_feed); },
                                     [&](std::size_t k) { return executor.describe_kernel(k); },
                                     primitives, plan, options.repeat);
       }
+    }
+    if (widened) {
+      outputs = narrow_outputs(g, outputs);
+      engine += "; f16/bf16 computed in f32";
     }
     if (rest_graph) {
       TensorMap rest_feed = feed;

@@ -236,6 +236,16 @@ Orchestration orchestrate(const Graph& model, const CostModel& cost_model,
   fission_options.softmax_matmul_alternative = options.softmax_matmul_alternative;
   out.fission = fission(model, fission_options);
   Graph& g = out.fission.graph;
+  {
+    // Primitives that neither an output nor an alternative needs (e.g. the Y_h of a
+    // recurrent layer whose Y the next layer reads) are dropped: left in, they joined
+    // some region and kept it from being cut (split_wide_region skips regions holding
+    // nodes outside the main graph).
+    const std::vector<std::string> outputs = g.outputs;
+    for (const auto& [alt, target] : out.fission.alternatives) g.outputs.push_back(alt);
+    g.remove_dead_nodes();
+    g.outputs = outputs;
+  }
   g.sort_topologically();
   const auto& alternatives = out.fission.alternatives;
 

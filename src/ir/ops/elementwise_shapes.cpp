@@ -145,6 +145,8 @@ std::optional<DType> onnx_dtype(std::int64_t code) {
       return DType::F16;
     case 11:
       return DType::F64;
+    case 16:
+      return DType::BF16;
     default:
       return std::nullopt;
   }

@@ -20,24 +20,23 @@ for n in 4 8 16 4_gpu; do
     case " $typical " in *" $w "*) batch=8 ;; esac
     echo "== $w on fpga$n (batch $batch)" >&2
     "$orchid" map "$w" --system "$root/configs/systems/fpga$n.toml" --batch "$batch" \
-      --seed "$seed" --quiet --json "$tmp/$w.$n.json" > "$tmp/$w.$n.txt"
+      --seed "$seed" --quiet --json "$tmp/$w.$n.json" > /dev/null
   done
 done
 python3 - "$tmp" "$root/bench/results" "$cases" "$typical" <<'PY'
-import json, sys, os, re
+import json, sys, os
 tmp, out, cases, typical = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4].split()
 rows = []
 for n in ("4", "8", "16", "4_gpu"):
     for w in cases + typical:
         j = json.load(open(os.path.join(tmp, f"{w}.{n}.json")))
-        txt = open(os.path.join(tmp, f"{w}.{n}.txt")).read()
         b = {x["name"]: x.get("latency_s") for x in j["baselines"]}
         lat = j["latency_s"]
         lb = j["lower_bound_s"]
         red = lambda base: None if base is None else (base - lat) / base * 100
         gap = lambda v: None if v is None else (v - lb) / lb * 100
         dp = b["data-parallel"]
-        g = re.search(r"gpu costing  kernel orchestrator: (\d+) layer subgraphs orchestrated, (\d+) memo hits, (\d+) roofline fallbacks, ([0-9.]+) s", txt)
+        g = j["costing"] if j["costing"]["gpu"] == "orchestrator" else None
         rows.append(dict(workload=w, kind="mmmt" if w in cases else "typical",
                          system=f"fpga{n}", devices=5 if n == "4_gpu" else int(n),
                          batch=j["batch"], latency_ms=lat * 1e3,
@@ -48,9 +47,9 @@ for n in ("4", "8", "16", "4_gpu"):
                          lower_bound_ms=lb * 1e3, lb_gap_plan=gap(lat), lb_gap_dp=gap(dp),
                          max_red_dp=None if dp is None else (dp - lb) / dp * 100,
                          search_s=j["search_s"],
-                         gpu_layers=int(g.group(1)) if g else None,
-                         gpu_fallbacks=int(g.group(3)) if g else None,
-                         gpu_cost_s=float(g.group(4)) if g else None,
+                         gpu_layers=g["gpu_layers_orchestrated"] if g else None,
+                         gpu_fallbacks=g["gpu_fallbacks"] if g else None,
+                         gpu_cost_s=g["gpu_seconds"] if g else None,
                          groups=" + ".join(f'{g["devices"]}x{g["design"]}' for g in j["groups"])))
 f = lambda v, p=2: "" if v is None else f"{v:.{p}f}"
 with open(os.path.join(out, "mapping.csv"), "w") as c:

@@ -1,5 +1,7 @@
 #include "mapping/mapping_run.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include "cost/device_spec.hpp"
 #include "mapping/plan_json.hpp"
 
@@ -39,8 +41,28 @@ void MappingRun::search(const ProgressFn& progress) {
 }
 
 std::string MappingRun::to_json() const {
-  return plan_to_json(*evaluator_, result_.mapping, schedule_, baselines_, lower_bound(),
-                      result_.seconds);
+  nlohmann::json j = nlohmann::json::parse(plan_to_json(
+      *evaluator_, result_.mapping, schedule_, baselines_, lower_bound(), result_.seconds));
+  // How the layers were priced, which the plan's figures rest on.
+  nlohmann::json costing = {{"gpu", orchestrate_gpus_ ? "orchestrator"
+                                    : system_.gpu_designs.empty() ? "none"
+                                                                  : "roofline"}};
+  if (orchestrate_gpus_) {
+    const OrchestratedCostStats st = orchestrated_.stats();
+    costing["gpu_layers_orchestrated"] = st.layers_orchestrated;
+    costing["gpu_memo_hits"] = st.memo_hits;
+    costing["gpu_fallbacks"] = st.fallbacks;
+    costing["gpu_seconds"] = st.seconds;
+  }
+  if (measured_) {
+    const MeasuredCpuCostStats st = measured_->stats();
+    costing["cpu_layers_measured"] = st.measured;
+    costing["cpu_memo_hits"] = st.memo_hits;
+    costing["cpu_fallbacks"] = st.fallbacks;
+    costing["cpu_seconds"] = st.seconds;
+  }
+  j["costing"] = costing;
+  return j.dump(2) + "\n";
 }
 
 }  // namespace orchid::mapping

@@ -114,12 +114,21 @@ std::int64_t cols_of(const Shape& s) {
   return s.size() >= 2 ? s.back() : 0;
 }
 
+// Output channels of a quantized Conv's weight `w`, once Conv's shape function has
+// checked the operands (so `w` has the rank of a convolution weight).
+std::int64_t conv_out_channels(const ShapeContext& ctx, std::size_t w) {
+  const Shape& ws = ctx.input_shape(w);
+  if (ws.empty()) ctx.fail("weight input {} is a scalar, expected [M, C/group, k...]", w);
+  return ws[0];
+}
+
 std::vector<TensorType> infer_conv_integer(const ShapeContext& ctx) {
   ctx.require_dtype(0, kQuant);
   ctx.require_dtype(1, kQuant);
+  const TensorType out = conv_output(ctx, 0, 1);
   check_param(ctx, 2, "x_zero_point", {ctx.input_dtype(0)}, 0);
-  check_param(ctx, 3, "w_zero_point", {ctx.input_dtype(1)}, ctx.input_shape(1).at(0));
-  return {conv_output(ctx, 0, 1)};
+  check_param(ctx, 3, "w_zero_point", {ctx.input_dtype(1)}, conv_out_channels(ctx, 1));
+  return {out};
 }
 
 std::vector<TensorType> infer_matmul_integer(const ShapeContext& ctx) {
@@ -135,7 +144,8 @@ std::vector<TensorType> infer_qlinear_conv(const ShapeContext& ctx) {
   // x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B
   ctx.require_dtype(0, kQuant);
   ctx.require_dtype(3, kQuant);
-  const std::int64_t m = ctx.input_shape(3).at(0);
+  TensorType out = conv_output(ctx, 0, 3);
+  const std::int64_t m = conv_out_channels(ctx, 3);
   check_param(ctx, 1, "x_scale", {DType::F32}, 0);
   check_param(ctx, 2, "x_zero_point", {ctx.input_dtype(0)}, 0);
   check_param(ctx, 4, "w_scale", {DType::F32}, m);
@@ -148,7 +158,6 @@ std::vector<TensorType> infer_qlinear_conv(const ShapeContext& ctx) {
       ctx.fail("bias B has shape {}, expected [{}]", shape_to_string(ctx.input_shape(8)), m);
     }
   }
-  TensorType out = conv_output(ctx, 0, 3);
   out.dtype = ctx.has_input(7) ? ctx.input_dtype(7) : DType::U8;
   return {out};
 }

@@ -136,7 +136,18 @@ TEST(CliJson, MapTraceHasComputeOnDevicesAndTransfers) {
   EXPECT_LE(last_end, latency_ms * 1e3 * (1 + 1e-9));
   EXPECT_GT(layers.size(), 1u);
   EXPECT_GT(latency_ms, 0);
-  EXPECT_FALSE(plan.empty());
+  // The trace draws the evaluator's own transfers between groups, those the plan lists.
+  std::size_t between_groups = 0;
+  for (const auto& t : plan.at("transfers")) {
+    between_groups += t.at("end_s").get<double>() > t.at("start_s").get<double>();
+  }
+  std::size_t drawn = 0;
+  for (const auto& e : spans.at("transfer")) {
+    const std::string name = e.at("name");
+    drawn += name.find(" -> ") != std::string::npos;
+  }
+  EXPECT_EQ(drawn, between_groups);
+  EXPECT_EQ(plan.at("costing").at("gpu"), "none");
   fs::remove_all(dir);
 }
 

@@ -20,6 +20,7 @@
 #include "onnx/proto_io.hpp"
 #include "onnx/stripped_weights.hpp"
 #include "onnx/tensor_proto.hpp"
+#include "passes/load_model.hpp"
 #include "passes/static_graph.hpp"
 #include "util/error.hpp"
 #include "util/memory_budget.hpp"
@@ -1204,6 +1205,33 @@ TEST_F(OnnxIo, FuzzRegressionConstantValueThatIsNotATensor) {
   const std::string found =
       std::string(ORCHID_TEST_DATA_DIR) + "/fuzz_constant_value_not_a_tensor.onnx";
   EXPECT_NE(error_of([&] { read_onnx(found); }), "");
+}
+
+// Found by fuzz_onnx_import: ConvInteger (and QLinearConv) with a scalar weight read the
+// weight's first dimension before Conv's shape check ("orchid: internal error:
+// vector::_M_range_check"). Both the fuzzer's input and a hand-built model are one clear
+// error now.
+TEST_F(OnnxIo, FuzzRegressionQuantizedConvWithScalarWeight) {
+  for (const char* op : {"ConvInteger", "QLinearConv"}) {
+    auto m = make_model();
+    add_input(m, "x", {1, 2, 4, 4}, TensorProto::UINT8);
+    add_input(m, "w", {}, TensorProto::INT8);
+    add_input(m, "s", {}, TensorProto::FLOAT);
+    add_input(m, "z", {}, TensorProto::UINT8);
+    add_input(m, "wz", {}, TensorProto::INT8);
+    if (std::string(op) == "ConvInteger") {
+      add_node(m, op, {"x", "w"}, {"y"}, "qconv");
+    } else {
+      add_node(m, op, {"x", "s", "z", "w", "s", "wz", "s", "z"}, {"y"}, "qconv");
+    }
+    add_output(m, "y");
+    const auto msg = error_of([&] { load_model(save(m)); });
+    EXPECT_NE(msg.find("'qconv'"), std::string::npos) << op << ": " << msg;
+    EXPECT_NE(msg.find("scalar"), std::string::npos) << op << ": " << msg;
+  }
+  const std::string found =
+      std::string(ORCHID_TEST_DATA_DIR) + "/fuzz_conv_integer_scalar_weight.onnx";
+  EXPECT_NE(error_of([&] { load_model(found); }), "");
 }
 
 }  // namespace

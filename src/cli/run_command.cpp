@@ -29,8 +29,8 @@
 #include "orchestrate/plan_import.hpp"
 #include "passes/dynamic_rest.hpp"
 #include "passes/load_model.hpp"
-#include "passes/widen_half_floats.hpp"
 #include "passes/static_part.hpp"
+#include "passes/widen_half_floats.hpp"
 #include "profile/chrome_trace.hpp"
 #include "profile/cpu_environment.hpp"
 #include "profile/plan_selection.hpp"
@@ -278,8 +278,9 @@ void run(const RunOptions& options) {
     const TensorMap plan_feed = widened ? widen_feed(feed) : feed;
     ExecutablePlan executable;
     if (!options.plan.empty()) {
-      executable = import_plan(plan_graph, read_regular_file(options.plan, kMaxPlanBytes, "--plan file"),
-                               fmt::format("--plan '{}'", options.plan));
+      executable =
+          import_plan(plan_graph, read_regular_file(options.plan, kMaxPlanBytes, "--plan file"),
+                      fmt::format("--plan '{}'", options.plan));
       engine = fmt::format("plan executor, {} plan from {}", executable.plan.kind, options.plan);
       report["plan"] = {{"file", options.plan}, {"kind", executable.plan.kind}};
     } else {

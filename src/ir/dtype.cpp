@@ -137,8 +137,7 @@ std::uint16_t float_to_half(float value) {
   }
   // Rebias the exponent (127 -> 15) in place; a carry out of the mantissa correctly
   // bumps the exponent (up to inf).
-  return static_cast<std::uint16_t>(sign |
-                                    shift_right_rounding_to_even(abs - (112u << 23), 13));
+  return static_cast<std::uint16_t>(sign | shift_right_rounding_to_even(abs - (112u << 23), 13));
 }
 
 }  // namespace orchid

@@ -105,8 +105,9 @@ void attention_kernel(const Node& node, Inputs inputs, Outputs outputs) {
         for (std::int64_t d = 0; d < g.v_head; ++d) {
           double acc = 0;
           for (std::int64_t j = 0; j < g.kv_len; ++j) {
-            acc += logits[static_cast<std::size_t>(j)] *
-                   v.get_as_double(head_offset(g.rank3, g.kv_heads, g.kv_len, g.v_head, b, kh, j, d));
+            acc +=
+                logits[static_cast<std::size_t>(j)] *
+                v.get_as_double(head_offset(g.rank3, g.kv_heads, g.kv_len, g.v_head, b, kh, j, d));
           }
           y[static_cast<std::size_t>(
               head_offset(g.rank3, g.q_heads, g.q_len, g.v_head, b, h, i, d))] = acc / sum;

@@ -69,7 +69,9 @@ void swish(RuleContext& ctx) {
   const std::string x = ctx.input(0);
   const double alpha = ctx.node().attr_float("alpha", 1.0F);
   const std::string ax =
-      alpha == 1.0 ? x : ctx.emit("Mul", {x, ctx.scalar("alpha", alpha, ctx.dtype(x))}, {}, "mul_alpha");
+      alpha == 1.0
+          ? x
+          : ctx.emit("Mul", {x, ctx.scalar("alpha", alpha, ctx.dtype(x))}, {}, "mul_alpha");
   const std::string s = ctx.emit("Sigmoid", {ax}, {}, "sigmoid");
   ctx.emit("Mul", {x, s}, {}, "mul", ctx.output(0));
 }

@@ -70,7 +70,8 @@ void attention(RuleContext& ctx) {
   std::string s = ctx.emit("Mul", {qk, ctx.scalar("scale", g.scale, dt)}, {}, "scaled");
   if (g.softcap > 0) {
     const std::string cap = ctx.scalar("softcap", g.softcap, dt);
-    const std::string t = ctx.emit("Tanh", {ctx.emit("Div", {s, cap}, {}, "cap_div")}, {}, "cap_tanh");
+    const std::string t =
+        ctx.emit("Tanh", {ctx.emit("Div", {s, cap}, {}, "cap_div")}, {}, "cap_tanh");
     s = ctx.emit("Mul", {t, cap}, {}, "capped");
   }
 
@@ -78,15 +79,17 @@ void attention(RuleContext& ctx) {
   if (!mask.empty()) {
     std::string bias = mask;
     if (mask_is_bool) {
-      bias = ctx.emit("Where", {mask, ctx.scalar("zero", 0.0, dt), ctx.scalar("neg_inf", neg_inf, dt)},
-                      {}, "mask_bias");
+      bias =
+          ctx.emit("Where", {mask, ctx.scalar("zero", 0.0, dt), ctx.scalar("neg_inf", neg_inf, dt)},
+                   {}, "mask_bias");
     }
     const std::int64_t mask_len = g.mask_shape.back();
     if (mask_len < g.kv_len) {  // keys past the mask are masked
       Shape pad = g.mask_shape;
       pad.back() = g.kv_len - mask_len;
       const std::string fill = constant_like(
-          ctx, "mask_pad", pad, std::vector<float>(static_cast<std::size_t>(shape_numel(pad)), neg_inf), dt);
+          ctx, "mask_pad", pad,
+          std::vector<float>(static_cast<std::size_t>(shape_numel(pad)), neg_inf), dt);
       bias = ctx.emit("Concat", {bias, fill}, {{"axis", static_cast<std::int64_t>(pad.size()) - 1}},
                       "mask_padded");
     }
@@ -152,12 +155,12 @@ void rotary_embedding(RuleContext& ctx) {
     x1 = ctx.slice(rot, {0}, {half}, {3}, "x1");
     x2 = ctx.slice(rot, {half}, {g.rotary_dim}, {3}, "x2");
   }
-  const std::string real = ctx.emit("Sub", {ctx.emit("Mul", {cos, x1}, {}, "cos_x1"),
-                                            ctx.emit("Mul", {sin, x2}, {}, "sin_x2")},
-                                    {}, "real");
-  const std::string imag = ctx.emit("Add", {ctx.emit("Mul", {sin, x1}, {}, "sin_x1"),
-                                            ctx.emit("Mul", {cos, x2}, {}, "cos_x2")},
-                                    {}, "imag");
+  const std::string real = ctx.emit(
+      "Sub", {ctx.emit("Mul", {cos, x1}, {}, "cos_x1"), ctx.emit("Mul", {sin, x2}, {}, "sin_x2")},
+      {}, "real");
+  const std::string imag = ctx.emit(
+      "Add", {ctx.emit("Mul", {sin, x1}, {}, "sin_x1"), ctx.emit("Mul", {cos, x2}, {}, "cos_x2")},
+      {}, "imag");
   std::string rotated = ctx.emit("Concat", {real, imag}, {{"axis", pair_axis}}, "rotated");
   if (g.interleaved) {
     rotated = ctx.reshape(rotated, {g.batch, g.seq, g.heads, g.rotary_dim}, "rotated_b4");

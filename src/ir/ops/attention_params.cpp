@@ -28,8 +28,8 @@ Shape AttentionGeometry::output_shape() const {
 
 AttentionGeometry attention_geometry(const Node& node, const std::vector<Shape>& shapes,
                                      bool mask_is_bool) {
-  const char* refused_inputs[] = {nullptr, nullptr, nullptr, nullptr, "past_key", "past_value",
-                                  "nonpad_kv_seqlen"};
+  const char* refused_inputs[] = {nullptr,    nullptr,      nullptr,           nullptr,
+                                  "past_key", "past_value", "nonpad_kv_seqlen"};
   for (std::size_t i = 4; i < node.inputs.size() && i < 7; ++i) {
     if (node.has_input(i)) unsupported("{}: input {} ({})", node.describe(), i, refused_inputs[i]);
   }
@@ -72,8 +72,8 @@ AttentionGeometry attention_geometry(const Node& node, const std::vector<Shape>&
          node.describe(), shape_to_string(q), shape_to_string(k), shape_to_string(v));
   }
   if (g.kv_heads <= 0 || g.q_heads % g.kv_heads != 0) {
-    fail("{}: {} query heads are not a multiple of {} key/value heads", node.describe(),
-         g.q_heads, g.kv_heads);
+    fail("{}: {} query heads are not a multiple of {} key/value heads", node.describe(), g.q_heads,
+         g.kv_heads);
   }
   g.scale = node.has_attribute("scale") ? node.attr_float("scale", 1.0f)
                                         : 1.0 / std::sqrt(static_cast<double>(g.head));

@@ -324,8 +324,9 @@ Col2ImPlan col2im_plan(const Node& node, const Shape& input, const Tensor& image
     fail("{}: image_shape {} and block_shape {} must be non-empty and of one length",
          node.describe(), shape_to_string(p.image), shape_to_string(p.block));
   }
-  if (input.size() != 3) fail("{}: input must be [N, C * prod(block), L], got {}", node.describe(),
-                              shape_to_string(input));
+  if (input.size() != 3)
+    fail("{}: input must be [N, C * prod(block), L], got {}", node.describe(),
+         shape_to_string(input));
   p.dilations = node.attr_ints("dilations", std::vector<std::int64_t>(dims, 1));
   p.strides = node.attr_ints("strides", std::vector<std::int64_t>(dims, 1));
   const auto pads = node.attr_ints("pads", std::vector<std::int64_t>(2 * dims, 0));

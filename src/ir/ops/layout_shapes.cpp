@@ -392,8 +392,6 @@ std::vector<TensorType> infer_space_to_depth(const ShapeContext& ctx) {
             x.shape[2] / b, x.shape[3] / b}}};
 }
 
-
-
 std::vector<TensorType> infer_col2im(const ShapeContext& ctx) {
   ctx.require_dtype(0, {DType::F32, DType::F64});
   const Col2ImPlan p =

@@ -100,13 +100,13 @@ std::vector<TensorType> infer_group_norm(const ShapeContext& ctx) {
     ctx.require_dtype(i, kFloat);
     const Shape& p = ctx.input_shape(i);
     if (p.size() != 1 || (p[0] != x[1] && p[0] != groups)) {
-      ctx.fail("{} (input {}) must have shape {} (channels) or {} (groups), got {}",
-               names[i - 1], i, x[1], groups, shape_to_string(p));
+      ctx.fail("{} (input {}) must have shape {} (channels) or {} (groups), got {}", names[i - 1],
+               i, x[1], groups, shape_to_string(p));
     }
   }
   if (ctx.input_shape(1) != ctx.input_shape(2)) {
-    ctx.fail("scale {} and bias {} must have the same shape",
-             shape_to_string(ctx.input_shape(1)), shape_to_string(ctx.input_shape(2)));
+    ctx.fail("scale {} and bias {} must have the same shape", shape_to_string(ctx.input_shape(1)),
+             shape_to_string(ctx.input_shape(2)));
   }
   return {ctx.input(0)};
 }

@@ -21,7 +21,7 @@ void expect_round_to_nearest_even(Widen widen, Narrow narrow, std::uint32_t max_
       continue;
     }
     ASSERT_EQ(narrow(f), bits) << "round trip of " << h;
-    if ((h & 0x7fffu) >= max_finite) continue;  // the largest finite value and inf
+    if ((h & 0x7fffu) >= max_finite) continue;            // the largest finite value and inf
     const auto next = static_cast<std::uint16_t>(h + 1);  // the neighbour away from zero
     const float g = widen(next);
     const float mid = f / 2 + g / 2;  // exact: one more mantissa bit than the 16-bit type
@@ -33,10 +33,10 @@ void expect_round_to_nearest_even(Widen widen, Narrow narrow, std::uint32_t max_
 
 TEST(DtypeConversion, HalfRoundsToNearestEven) {
   expect_round_to_nearest_even(half_to_float, float_to_half, 0x7bffu);
-  EXPECT_EQ(float_to_half(65519.0f), 0x7bffu);     // below the tie with 65536: the max
-  EXPECT_EQ(float_to_half(65520.0f), 0x7c00u);     // the tie rounds to even: inf
-  EXPECT_EQ(float_to_half(1e-8f), 0x0000u);        // under half the smallest subnormal
-  EXPECT_EQ(float_to_half(-3e-8f), 0x8001u);       // over half of it: -smallest subnormal
+  EXPECT_EQ(float_to_half(65519.0f), 0x7bffu);  // below the tie with 65536: the max
+  EXPECT_EQ(float_to_half(65520.0f), 0x7c00u);  // the tie rounds to even: inf
+  EXPECT_EQ(float_to_half(1e-8f), 0x0000u);     // under half the smallest subnormal
+  EXPECT_EQ(float_to_half(-3e-8f), 0x8001u);    // over half of it: -smallest subnormal
 }
 
 TEST(DtypeConversion, Bfloat16RoundsToNearestEven) {

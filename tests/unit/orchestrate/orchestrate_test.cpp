@@ -142,7 +142,8 @@ TEST(OrchestrateBlp, CbcMatchesExhaustiveSearch) {
     }
     // One tensor read by several candidates (the auxiliary-variable form of the BLP).
     Requirement shared;
-    for (int k = 0; k < n; ++k) (rng.below(3) == 0 ? shared.consumers : shared.providers).push_back(k);
+    for (int k = 0; k < n; ++k)
+      (rng.below(3) == 0 ? shared.consumers : shared.providers).push_back(k);
     p.requirements.push_back(shared);
     SelectionResult exact;
     try {

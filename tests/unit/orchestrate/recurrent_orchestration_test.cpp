@@ -27,7 +27,8 @@ TEST(RecurrentOrchestration, TwoLayerRnnIsSolvedWithDefaultOptions) {
   const LoadedModel model = load_model(dir + "/model.onnx");
   for (const char* device : {"a100", "cpu"}) {
     SCOPED_TRACE(device);
-    const auto cost_model = make_analytic_cost_model(load_device_spec(device, test::source_configs()));
+    const auto cost_model =
+        make_analytic_cost_model(load_device_spec(device, test::source_configs()));
     const auto start = std::chrono::steady_clock::now();
     const Orchestration o = orchestrate(model.graph, *cost_model);
     const double seconds =

@@ -21,8 +21,8 @@ using namespace fission_test;
 Tensor bools(Shape shape, std::uint64_t seed) {
   const Tensor r = random_f32(shape, seed);
   Tensor t(DType::Bool, std::move(shape));
-  for (std::int64_t i = 0; i < t.numel(); ++i) t.values<bool>()[static_cast<std::size_t>(i)] =
-      r.get_as_double(i) > -0.6;
+  for (std::int64_t i = 0; i < t.numel(); ++i)
+    t.values<bool>()[static_cast<std::size_t>(i)] = r.get_as_double(i) > -0.6;
   return t;
 }
 
@@ -66,20 +66,21 @@ TEST(NewerOpsPlan, GroupAndRmsNormalization) {
                                        {"scale", random_f32({2}, 9), true},
                                        {"bias", random_f32({2}, 10), true}},
                                       {{"num_groups", std::int64_t{2}}, {"epsilon", 1e-3F}}));
-  expect_plan_matches(single_op_graph(
-      "RMSNormalization", {{"x", random_f32({2, 3, 8}, 11)}, {"scale", random_f32({3, 8}, 12), true}},
-      {{"axis", std::int64_t{1}}}));
+  expect_plan_matches(
+      single_op_graph("RMSNormalization",
+                      {{"x", random_f32({2, 3, 8}, 11)}, {"scale", random_f32({3, 8}, 12), true}},
+                      {{"axis", std::int64_t{1}}}));
 }
 
 TEST(NewerOpsPlan, RotaryEmbedding) {
   // 3D input with position ids, half-split pairs over part of each head.
-  expect_plan_matches(single_op_graph(
-      "RotaryEmbedding",
-      {{"x", random_f32({2, 3, 16}, 13)},
-       {"cos", random_f32({10, 2}, 14), true},
-       {"sin", random_f32({10, 2}, 15), true},
-       {"ids", testing::i64({2, 3}, {0, 1, 2, 9, 4, 4}), true}},
-      {{"num_heads", std::int64_t{2}}, {"rotary_embedding_dim", std::int64_t{4}}}));
+  expect_plan_matches(
+      single_op_graph("RotaryEmbedding",
+                      {{"x", random_f32({2, 3, 16}, 13)},
+                       {"cos", random_f32({10, 2}, 14), true},
+                       {"sin", random_f32({10, 2}, 15), true},
+                       {"ids", testing::i64({2, 3}, {0, 1, 2, 9, 4, 4}), true}},
+                      {{"num_heads", std::int64_t{2}}, {"rotary_embedding_dim", std::int64_t{4}}}));
   // 4D input, caches per (batch, position), interleaved pairs.
   expect_plan_matches(single_op_graph("RotaryEmbedding",
                                       {{"x", random_f32({1, 2, 3, 6}, 16)},
@@ -99,14 +100,13 @@ TEST(NewerOpsPlan, Attention) {
   // masked entirely: its output is 0), explicit scale.
   Tensor mask = bools({3, 4}, 22);
   for (int j = 0; j < 4; ++j) mask.values<bool>()[static_cast<std::size_t>(4 + j)] = false;
-  expect_plan_matches(single_op_graph("Attention",
-                                      {{"q", random_f32({2, 3, 16}, 23)},
-                                       {"k", random_f32({2, 6, 8}, 24)},
-                                       {"v", random_f32({2, 6, 8}, 25)},
-                                       {"mask", mask, true}},
-                                      {{"q_num_heads", std::int64_t{4}},
-                                       {"kv_num_heads", std::int64_t{2}},
-                                       {"scale", 0.3F}}));
+  expect_plan_matches(single_op_graph(
+      "Attention",
+      {{"q", random_f32({2, 3, 16}, 23)},
+       {"k", random_f32({2, 6, 8}, 24)},
+       {"v", random_f32({2, 6, 8}, 25)},
+       {"mask", mask, true}},
+      {{"q_num_heads", std::int64_t{4}}, {"kv_num_heads", std::int64_t{2}}, {"scale", 0.3F}}));
   // 4D float mask broadcast over heads, softcap.
   expect_plan_matches(single_op_graph("Attention",
                                       {{"q", random_f32({2, 2, 3, 4}, 26)},

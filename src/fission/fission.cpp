@@ -22,6 +22,7 @@ const RuleTable& rule_table() {
     register_activation_rules(t);
     register_attention_rules(t);
     register_batch_norm_rules(t);
+    register_col2im_rules(t);
     register_constant_rules(t);
     register_conv_rules(t);
     register_depth_to_space_rules(t);

@@ -209,6 +209,32 @@ def qdq_case(out_dir, rng):
     write_case(out_dir, "qdq_tiny_conv", model, samples[0], atol=atol)
 
 
+def two_layer_rnn_case(out_dir, rng, seq=10, batch=3, inp=4, hidden=6):
+    """Two stacked bidirectional RNN layers, as torch.nn.RNN(num_layers=2,
+    bidirectional=True) exports them: layer 2 reads layer 1's Y transposed and reshaped to
+    [seq, batch, 2 * hidden]. Orchestrating it once hung (one region of ~35,000
+    candidates); tests/unit/orchestrate/recurrent_orchestration_test.cpp plans it."""
+    f32 = lambda *s: (rng.standard_normal(s) * 0.5).astype(np.float32)
+    inits = [numpy_helper.from_array(f32(2, hidden, inp), "W1"),
+             numpy_helper.from_array(f32(2, hidden, hidden), "R1"),
+             numpy_helper.from_array(f32(2, 2 * hidden), "B1"),
+             numpy_helper.from_array(f32(2, hidden, 2 * hidden), "W2"),
+             numpy_helper.from_array(f32(2, hidden, hidden), "R2"),
+             numpy_helper.from_array(f32(2, 2 * hidden), "B2"),
+             numpy_helper.from_array(np.array([seq, batch, 2 * hidden], dtype=np.int64), "shape")]
+    nodes = [helper.make_node("RNN", ["X", "W1", "R1", "B1"], ["Y1", "H1"], hidden_size=hidden,
+                              direction="bidirectional"),
+             helper.make_node("Transpose", ["Y1"], ["Y1t"], perm=[0, 2, 1, 3]),
+             helper.make_node("Reshape", ["Y1t", "shape"], ["X2"]),
+             helper.make_node("RNN", ["X2", "W2", "R2", "B2"], ["Y", "Y_h"], hidden_size=hidden,
+                              direction="bidirectional")]
+    model = make_model(nodes, [vi("X", TensorProto.FLOAT, [seq, batch, inp])],
+                       [vi("Y", TensorProto.FLOAT, [seq, 2, batch, hidden]),
+                        vi("Y_h", TensorProto.FLOAT, [2, batch, hidden])], inits)
+    write_case(out_dir, "rnn_two_layer_bidirectional", model, {"X": f32(seq, batch, inp)},
+               atol=1e-5, rtol=1e-4)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(ROOT, "tests", "data", "quant_recurrent"))
@@ -218,6 +244,7 @@ def main():
     recurrent_cases(args.out, rng)
     quant_op_cases(args.out, rng)
     qdq_case(args.out, rng)
+    two_layer_rnn_case(args.out, rng)
 
 
 if __name__ == "__main__":

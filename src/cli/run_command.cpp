@@ -30,6 +30,7 @@
 #include "passes/dynamic_rest.hpp"
 #include "passes/load_model.hpp"
 #include "passes/static_part.hpp"
+#include "passes/widen_half_floats.hpp"
 #include "profile/chrome_trace.hpp"
 #include "profile/cpu_environment.hpp"
 #include "profile/plan_selection.hpp"
@@ -168,23 +169,6 @@ std::string slowest_kernels(const KernelTimes& times, int repeat, int shown) {
                        total > 0 ? 100 * us / total : 0.0, times.descriptions[k]);
   }
   return out;
-}
-
-// The plan executor and the device code compute f32; f16/bf16 models run on the
-// reference interpreter (f32 compute, each tensor rounded to its dtype).
-void refuse_half_floats(const Graph& g, const std::string& model) {
-  for (const Node& node : g.nodes) {
-    for (const auto& name : node.outputs) {
-      if (name.empty() || !g.has_tensor(name)) continue;
-      const TensorInfo& info = g.tensor(name);
-      if (info.has_type && is_half_float(info.dtype)) {
-        unsupported(
-            "'{}': {} computes {} tensor '{}'; plans run f32 only (without --device/--plan the "
-            "reference interpreter runs f16/bf16 models)",
-            model, node.describe(), dtype_name(info.dtype), name);
-      }
-    }
-  }
 }
 
 // The candidates' measured times beside their predictions, and the one kept.
@@ -362,7 +346,12 @@ void run(const RunOptions& options) {
     } catch (const UnsupportedError& e) {
       throw UnsupportedError(fmt::format("{} (orchid run without --device/--plan)", e.what()));
     }
-    refuse_half_floats(g, options.model.model);
+    // f16/bf16 models run widened to f32 (passes/widen_half_floats.hpp), cast at the
+    // graph boundary.
+    std::optional<Graph> widened;
+    if (has_half_floats(g)) widened = widen_half_floats(g);
+    const Graph& plan_graph = widened ? *widened : g;
+    const TensorMap plan_feed = widened ? widen_feed(feed) : feed;
     // The plan run: imported (`executable`), or one of a live orchestration's plans, which
     // stays in place so that the selection's warm executor of it can run on.
     ExecutablePlan executable;
@@ -371,8 +360,9 @@ void run(const RunOptions& options) {
     const Plan* plan_run = nullptr;
     const FissionResult* fission_run = nullptr;
     if (!options.plan.empty()) {
-      executable = import_plan(g, read_regular_file(options.plan, kMaxPlanBytes, "--plan file"),
-                               fmt::format("--plan '{}'", options.plan));
+      executable =
+          import_plan(plan_graph, read_regular_file(options.plan, kMaxPlanBytes, "--plan file"),
+                      fmt::format("--plan '{}'", options.plan));
       engine = fmt::format("plan executor, {} plan from {}", executable.plan.kind, options.plan);
       report["plan"] = {{"file", options.plan}, {"kind", executable.plan.kind}};
     } else {
@@ -384,8 +374,8 @@ void run(const RunOptions& options) {
       const bool select = options.plan_kind == "fastest" && !gpu;
       OrchestrateOptions orchestrate_options;
       if (select) orchestrate_options.k_best = static_cast<std::size_t>(options.k_best);
-      orchestration =
-          std::make_unique<Orchestration>(orchestrate(g, *cost_model, orchestrate_options));
+      orchestration = std::make_unique<Orchestration>(
+          orchestrate(plan_graph, *cost_model, orchestrate_options));
       Orchestration& o = *orchestration;
       report_measured_costs(*cost_model, cost, options.model.model);
       orchestration_report = fmt::format(
@@ -399,8 +389,8 @@ void run(const RunOptions& options) {
           &plan_of_kind(o, options.plan_kind == "fastest" ? "optimal" : options.plan_kind);
       if (select) {
         const std::vector<const Plan*> candidates = plan_candidates(o);
-        chosen = select_plan(options, g, o, candidates, feed, orchestration_report, report,
-                             selected_executor);
+        chosen = select_plan(options, plan_graph, o, candidates, plan_feed, orchestration_report,
+                             report, selected_executor);
       }
       plan_run = chosen;
       fission_run = &o.fission;
@@ -424,34 +414,38 @@ void run(const RunOptions& options) {
     report["device"] = gpu ? options.device : std::string("cpu");
     if (gpu) {
       GpuPlanRunner runner(options.device, primitives, plan, alternatives, options.linear_backend);
-      runner.execute(feed);  // warm-up
-      for (int r = 0; r < options.repeat; ++r) times.push_back(runner.timed_run(feed));
+      runner.execute(plan_feed);  // warm-up
+      for (int r = 0; r < options.repeat; ++r) times.push_back(runner.timed_run(plan_feed));
       outputs = runner.outputs();
       engine += "; " + runner.summary();
       if (time_each_kernel) {
-        kernel_times = time_kernels([&] { return runner.execute_timed(feed); },
+        kernel_times = time_kernels([&] { return runner.execute_timed(plan_feed); },
                                     [&](std::size_t k) { return runner.describe_kernel(k); },
                                     primitives, plan, options.repeat);
       }
     } else {
       if (!selected_executor) {
         selected_executor = std::make_unique<PlanExecutor>(primitives, plan, alternatives);
-        selected_executor->execute(feed);  // warm-up
+        selected_executor->execute(plan_feed);  // warm-up
       }
       PlanExecutor& executor = *selected_executor;
       for (int r = 0; r < options.repeat; ++r) {
         const auto start = std::chrono::steady_clock::now();
-        executor.execute(feed);
+        executor.execute(plan_feed);
         const auto stop = std::chrono::steady_clock::now();
         times.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
       }
       outputs = executor.outputs();
       stats = executor.stats();
       if (time_each_kernel) {
-        kernel_times = time_kernels([&] { return executor.execute_timed(feed); },
+        kernel_times = time_kernels([&] { return executor.execute_timed(plan_feed); },
                                     [&](std::size_t k) { return executor.describe_kernel(k); },
                                     primitives, plan, options.repeat);
       }
+    }
+    if (widened) {
+      outputs = narrow_outputs(g, outputs);
+      engine += "; f16/bf16 computed in f32";
     }
     if (rest_graph) {
       TensorMap rest_feed = feed;

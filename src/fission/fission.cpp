@@ -20,13 +20,16 @@ const RuleTable& rule_table() {
   static const RuleTable table = [] {
     RuleTable t;
     register_activation_rules(t);
+    register_attention_rules(t);
     register_batch_norm_rules(t);
+    register_col2im_rules(t);
     register_constant_rules(t);
     register_conv_rules(t);
     register_depth_to_space_rules(t);
     register_elementwise_rules(t);
     register_gemm_rules(t);
     register_instance_norm_rules(t);
+    register_group_rms_norm_rules(t);
     register_layer_norm_rules(t);
     register_lp_norm_rules(t);
     register_pooling_rules(t);

@@ -101,13 +101,16 @@ using FissionRule = std::function<void(RuleContext&)>;
 using RuleTable = std::map<std::string, FissionRule>;
 
 // One registration function per rules/ file; fission.cpp calls them all.
-void register_activation_rules(RuleTable& table);      // HardSigmoid, HardSwish
+void register_activation_rules(RuleTable& table);      // HardSigmoid, HardSwish, Gelu, Mish...
+void register_attention_rules(RuleTable& table);       // Attention, RotaryEmbedding
 void register_batch_norm_rules(RuleTable& table);      // BatchNormalization
+void register_col2im_rules(RuleTable& table);          // Col2Im (refused by name)
 void register_constant_rules(RuleTable& table);        // Shape, Size, ConstantOfShape, ...
 void register_conv_rules(RuleTable& table);            // Conv, ConvTranspose (bias)
 void register_depth_to_space_rules(RuleTable& table);  // DepthToSpace, SpaceToDepth
 void register_elementwise_rules(RuleTable& table);     // Sum, Mean, Max, Min, CastLike
 void register_gemm_rules(RuleTable& table);            // Gemm
+void register_group_rms_norm_rules(RuleTable& table);  // GroupNormalization, RMSNormalization
 void register_instance_norm_rules(RuleTable& table);   // InstanceNormalization
 void register_layer_norm_rules(RuleTable& table);      // LayerNormalization
 void register_lp_norm_rules(RuleTable& table);         // LpNormalization

@@ -4,6 +4,19 @@
 
 namespace orchid {
 
+namespace {
+
+// value >> shift, rounded to nearest with ties to even: the one rounding step of every
+// narrowing float conversion here (f32 -> f16 normal and subnormal, f32 -> bf16).
+std::uint32_t shift_right_rounding_to_even(std::uint32_t value, unsigned shift) {
+  const std::uint32_t kept = value >> shift;
+  const std::uint32_t rest = value & ((1u << shift) - 1u);
+  const std::uint32_t halfway = 1u << (shift - 1);
+  return kept + ((rest > halfway || (rest == halfway && (kept & 1u))) ? 1u : 0u);
+}
+
+}  // namespace
+
 std::size_t dtype_size(DType dtype) {
   switch (dtype) {
     case DType::F32:
@@ -73,8 +86,7 @@ std::uint16_t float_to_bfloat16(float value) {
   if ((bits & 0x7fffffffu) > 0x7f800000u) {  // nan stays a (quiet) nan
     return static_cast<std::uint16_t>((bits >> 16) | 0x40u);
   }
-  bits += 0x7fffu + ((bits >> 16) & 1u);  // round to nearest even; overflows to inf
-  return static_cast<std::uint16_t>(bits >> 16);
+  return static_cast<std::uint16_t>(shift_right_rounding_to_even(bits, 16));  // inf on overflow
 }
 
 bool is_integer(DType dtype) {
@@ -121,16 +133,11 @@ std::uint16_t float_to_half(float value) {
     if (abs < 0x33000000u) return sign;
     const std::uint32_t shift = 113 - (abs >> 23);
     std::uint32_t mantissa = (abs & 0x7fffffu) | 0x800000u;
-    std::uint32_t half = mantissa >> (shift + 13);
-    const std::uint32_t rest = mantissa & ((1u << (shift + 13)) - 1);
-    const std::uint32_t halfway = 1u << (shift + 12);
-    if (rest > halfway || (rest == halfway && (half & 1u))) ++half;
-    return static_cast<std::uint16_t>(sign | half);
+    return static_cast<std::uint16_t>(sign | shift_right_rounding_to_even(mantissa, shift + 13));
   }
-  std::uint32_t half = ((abs >> 13) - (112u << 10));
-  const std::uint32_t rest = abs & 0x1fffu;
-  if (rest > 0x1000u || (rest == 0x1000u && (half & 1u))) ++half;
-  return static_cast<std::uint16_t>(sign | half);
+  // Rebias the exponent (127 -> 15) in place; a carry out of the mantissa correctly
+  // bumps the exponent (up to inf).
+  return static_cast<std::uint16_t>(sign | shift_right_rounding_to_even(abs - (112u << 23), 13));
 }
 
 }  // namespace orchid

@@ -66,6 +66,7 @@ const OpSchemaTable& schema_table() {
     register_selection_ops(t);
     register_quantization_ops(t);
     register_recurrent_ops(t);
+    register_attention_ops(t);
     apply_op_traits(t);
     return t;
   }();

@@ -236,6 +236,16 @@ Orchestration orchestrate(const Graph& model, const CostModel& cost_model,
   fission_options.softmax_matmul_alternative = options.softmax_matmul_alternative;
   out.fission = fission(model, fission_options);
   Graph& g = out.fission.graph;
+  {
+    // Primitives that neither an output nor an alternative needs (e.g. the Y_h of a
+    // recurrent layer whose Y the next layer reads) are dropped: left in, they joined
+    // some region and kept it from being cut (split_wide_region skips regions holding
+    // nodes outside the main graph).
+    const std::vector<std::string> outputs = g.outputs;
+    for (const auto& [alt, target] : out.fission.alternatives) g.outputs.push_back(alt);
+    g.remove_dead_nodes();
+    g.outputs = outputs;
+  }
   g.sort_topologically();
   const auto& alternatives = out.fission.alternatives;
 
@@ -253,7 +263,16 @@ Orchestration orchestrate(const Graph& model, const CostModel& cost_model,
   const Partition per_prim = per_primitive_partition(g, alt_nodes);
   const Partition greedy = greedy_fusion_partition(index, alt_nodes, options.rules.max_nodes);
 
-  std::vector<std::vector<std::size_t>> keep_together = op_level;
+  // Each operator's primitives stay in one region (so its operator-level kernel is a
+  // candidate), except for operators larger than a region: an unrolled recurrent layer
+  // (hundreds of primitives) kept whole made one region of ~35,000 candidates for a
+  // two-layer RNN, minutes of costing and a root LP CBC could not finish. Such an
+  // operator is cut like any other primitives; its whole-operator kernel is then not a
+  // candidate (it exceeds the kernel size bound anyway).
+  std::vector<std::vector<std::size_t>> keep_together;
+  for (const auto& group : op_level) {
+    if (group.size() <= options.region_target_size) keep_together.push_back(group);
+  }
   keep_together.insert(keep_together.end(), greedy.begin(), greedy.end());
   RegionSplit split =
       split_into_regions(g, alt_nodes, alternatives, keep_together, options.region_target_size);
@@ -291,7 +310,10 @@ Orchestration orchestrate(const Graph& model, const CostModel& cost_model,
     std::set<std::vector<std::size_t>> known(rp.candidates.begin(), rp.candidates.end());
     for (const Partition* part : {&greedy, &op_level, &per_prim}) {
       for (const auto& k : *part) {
-        if (split.region_of[k.front()] != static_cast<int>(r)) continue;
+        const bool inside = std::all_of(k.begin(), k.end(), [&](std::size_t v) {
+          return split.region_of[v] == static_cast<int>(r);
+        });
+        if (!inside) continue;  // an operator cut across regions (see keep_together)
         if (known.insert(k).second) rp.candidates.push_back(k);
       }
     }
@@ -352,10 +374,12 @@ Orchestration orchestrate(const Graph& model, const CostModel& cost_model,
     for (std::size_t v : split.regions[r]) {
       if (mandatory[v]) rp.problem.covers.push_back(containing[v]);
     }
+    std::map<std::string, std::vector<int>> readers;  // ordered: a deterministic BLP
     for (std::size_t k = 0; k < needs.size(); ++k) {
-      for (const auto& t : needs[k]) {
-        rp.problem.requirements.emplace_back(static_cast<int>(k), writers[t]);
-      }
+      for (const auto& t : needs[k]) readers[t].push_back(static_cast<int>(k));
+    }
+    for (auto& [t, consumers] : readers) {
+      rp.problem.requirements.push_back({std::move(consumers), writers[t]});
     }
     for (const auto& k : greedy) {
       auto it = id_of.find(k);

@@ -25,8 +25,8 @@ bool selection_is_feasible(const SelectionProblem& p, const std::vector<int>& ch
   for (const auto& s : p.covers) {
     if (!any(s)) return false;
   }
-  for (const auto& [j, providers] : p.requirements) {
-    if (on[static_cast<std::size_t>(j)] && !any(providers)) return false;
+  for (const auto& r : p.requirements) {
+    if (any(r.consumers) && !any(r.providers)) return false;
   }
   for (const auto& c : p.nogoods) {
     if (std::all_of(c.begin(), c.end(), [&](int k) { return on[static_cast<std::size_t>(k)]; })) {
@@ -101,24 +101,46 @@ SelectionResult solve_selection_cbc(const SelectionProblem& p, double time_limit
     row_hi.push_back(hi);
   };
   for (const auto& s : p.covers) add_row(s, 1.0, 1.0, inf);
-  for (const auto& [j, providers] : p.requirements) {
-    // sum providers - a_j >= 0 (a_j itself is never its own provider)
-    std::vector<int> idx = providers;
-    idx.push_back(j);
+  // A requirement with one consumer j is the row  sum providers - a_j >= 0. With several,
+  // a continuous y in [0, 1] stands for "the tensor is computed":
+  //   sum providers - y >= 0  and  y - a_j >= 0 for each consumer j,
+  // which has the same integer solutions and the same LP relaxation, in
+  // |providers| + 2 |consumers| nonzeros instead of |providers| * |consumers|.
+  int columns = n;
+  std::vector<std::size_t> aux_of;  // requirement index of each auxiliary column
+  for (std::size_t r = 0; r < p.requirements.size(); ++r) {
+    const Requirement& req = p.requirements[r];
+    if (req.consumers.size() == 1) {
+      std::vector<int> idx = req.providers;  // a_j itself is never its own provider
+      idx.push_back(req.consumers.front());
+      add_row(idx, -1.0, 0.0, inf);
+      continue;
+    }
+    if (req.consumers.empty()) continue;
+    const int y = columns++;
+    aux_of.push_back(r);
+    std::vector<int> idx = req.providers;
+    idx.push_back(y);
     add_row(idx, -1.0, 0.0, inf);
+    for (int j : req.consumers) add_row({y, j}, -1.0, 0.0, inf);
   }
   for (const auto& c : p.nogoods) add_row(c, 1.0, -inf, static_cast<double>(c.size()) - 1.0);
   starts.push_back(static_cast<CoinBigIndex>(indices.size()));
-  const CoinPackedMatrix matrix(false, n, static_cast<int>(lengths.size()),
+  const CoinPackedMatrix matrix(false, columns, static_cast<int>(lengths.size()),
                                 static_cast<CoinBigIndex>(indices.size()), elements.data(),
                                 indices.data(), starts.data(), lengths.data());
-  std::vector<double> col_lo(static_cast<std::size_t>(n), 0.0);
-  std::vector<double> col_hi(static_cast<std::size_t>(n), 1.0);
+  const auto cols = static_cast<std::size_t>(columns);
+  std::vector<double> col_lo(cols, 0.0);
+  std::vector<double> col_hi(cols, 1.0);
+  std::vector<double> objective = p.cost;
+  objective.resize(cols, 0.0);
 
   OsiClpSolverInterface solver;
-  solver.loadProblem(matrix, col_lo.data(), col_hi.data(), p.cost.data(), row_lo.data(),
+  solver.loadProblem(matrix, col_lo.data(), col_hi.data(), objective.data(), row_lo.data(),
                      row_hi.data());
   for (int k = 0; k < n; ++k) solver.setInteger(k);
+  // CBC's -sec is checked between nodes; the root LP has its own clock.
+  solver.getModelPtr()->setMaximumSeconds(std::max(1.0, time_limit_s));
   solver.messageHandler()->setLogLevel(0);
 
   CbcModel model(solver);
@@ -129,13 +151,18 @@ SelectionResult solve_selection_cbc(const SelectionProblem& p, double time_limit
   data.useSignalHandler_ = false;
   CbcMain0(model, data);
   if (!p.warm_start.empty() && selection_is_feasible(p, p.warm_start)) {
-    std::vector<double> x(static_cast<std::size_t>(n), 0.0);
+    std::vector<double> x(cols, 0.0);
     double obj = 0;
     for (int k : p.warm_start) {
       x[static_cast<std::size_t>(k)] = 1.0;
       obj += p.cost[static_cast<std::size_t>(k)];
     }
-    model.setBestSolution(x.data(), n, obj, false);
+    for (std::size_t a = 0; a < aux_of.size(); ++a) {
+      for (int k : p.requirements[aux_of[a]].providers) {
+        if (x[static_cast<std::size_t>(k)] > 0.5) x[static_cast<std::size_t>(n) + a] = 1.0;
+      }
+    }
+    model.setBestSolution(x.data(), columns, obj, false);
   }
   const std::string seconds = std::to_string(std::max(1.0, time_limit_s));
   const char* argv[] = {"orchid", "-log",          "0",      "-slog", "0",

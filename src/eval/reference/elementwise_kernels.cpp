@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <numbers>
 #include <type_traits>
 
 #include "eval/reference/elementwise_util.hpp"
@@ -86,6 +87,44 @@ struct HardSigmoidOp {
     return static_cast<T>(std::clamp(alpha * static_cast<double>(v) + beta, 0.0, 1.0));
   }
   double alpha, beta;
+};
+
+// Mish(x) = x * tanh(softplus(x)).
+struct MishOp {
+  explicit MishOp(const Node&) {}
+  template <typename T>
+  T operator()(T v) const {
+    const double x = static_cast<double>(v);
+    return static_cast<T>(x * std::tanh(std::max(x, 0.0) + std::log1p(std::exp(-std::fabs(x)))));
+  }
+};
+
+// Gelu (opset 20): exact x/2 (1 + erf(x / sqrt 2)) or approximate="tanh"
+// x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+struct GeluOp {
+  explicit GeluOp(const Node& n) : tanh_form(n.attr_string("approximate", "none") == "tanh") {}
+  template <typename T>
+  T operator()(T v) const {
+    const double x = static_cast<double>(v);
+    if (tanh_form) {
+      const double inner = std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x);
+      return static_cast<T>(0.5 * x * (1.0 + std::tanh(inner)));
+    }
+    return static_cast<T>(0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))));
+  }
+  bool tanh_form;
+};
+
+// Swish (opset 24): x * sigmoid(alpha x).
+struct SwishOp {
+  explicit SwishOp(const Node& n) : alpha(n.attr_float("alpha", 1.0f)) {}
+  template <typename T>
+  T operator()(T v) const {
+    const double ax = alpha * static_cast<double>(v);
+    const double sig = ax >= 0 ? 1.0 / (1.0 + std::exp(-ax)) : std::exp(ax) / (1.0 + std::exp(ax));
+    return static_cast<T>(static_cast<double>(v) * sig);
+  }
+  double alpha;
 };
 
 struct EluOp {
@@ -535,6 +574,9 @@ void register_elementwise_kernels(ReferenceKernelTable& table) {
   table["Acosh"] = unary_kernel<AcoshOp, float, double>;
   table["Atanh"] = unary_kernel<AtanhOp, float, double>;
   table["Elu"] = unary_kernel<EluOp, float, double>;
+  table["Mish"] = unary_kernel<MishOp, float, double>;
+  table["Gelu"] = unary_kernel<GeluOp, float, double>;
+  table["Swish"] = unary_kernel<SwishOp, float, double>;
   table["Selu"] = unary_kernel<SeluOp, float, double>;
   table["Celu"] = unary_kernel<CeluOp, float, double>;
   table["ThresholdedRelu"] = unary_kernel<ThresholdedReluOp, float, double>;

@@ -545,9 +545,55 @@ void resize(const Node& node, std::span<const Tensor* const> inputs, std::span<T
   std::memcpy(y.raw(), cur.data(), cur.size() * sizeof(float));
 }
 
+// Col2Im: every element of each sliding block is added to its image position (padding
+// positions are dropped).
+void col2im(const Node& node, std::span<const Tensor* const> inputs, std::span<Tensor> outputs) {
+  const Tensor& x = *inputs[0];
+  const Col2ImPlan p = col2im_plan(node, x.shape(), *inputs[1], *inputs[2]);
+  const std::size_t dims = p.image.size();
+  const std::int64_t block_size = shape_numel(p.block);
+  const std::int64_t count = shape_numel(p.positions);
+  const std::int64_t image_size = shape_numel(p.image);
+  std::vector<double> out(static_cast<std::size_t>(shape_numel(p.output)), 0.0);
+  std::vector<std::int64_t> k(dims), pos(dims);
+  for (std::int64_t n = 0; n < x.shape()[0]; ++n) {
+    for (std::int64_t c = 0; c < p.channels; ++c) {
+      for (std::int64_t kb = 0; kb < block_size; ++kb) {
+        for (std::int64_t r = kb, d = static_cast<std::int64_t>(dims) - 1; d >= 0; --d) {
+          k[static_cast<std::size_t>(d)] = r % p.block[static_cast<std::size_t>(d)];
+          r /= p.block[static_cast<std::size_t>(d)];
+        }
+        const std::int64_t row = (n * x.shape()[1] + c * block_size + kb) * count;
+        for (std::int64_t l = 0; l < count; ++l) {
+          for (std::int64_t r = l, d = static_cast<std::int64_t>(dims) - 1; d >= 0; --d) {
+            pos[static_cast<std::size_t>(d)] = r % p.positions[static_cast<std::size_t>(d)];
+            r /= p.positions[static_cast<std::size_t>(d)];
+          }
+          std::int64_t at = 0;
+          bool inside = true;
+          for (std::size_t d = 0; d < dims; ++d) {
+            const std::int64_t i = pos[d] * p.strides[d] - p.pads_begin[d] + k[d] * p.dilations[d];
+            inside = inside && i >= 0 && i < p.image[d];
+            at = at * p.image[d] + i;
+          }
+          if (inside) {
+            out[static_cast<std::size_t>((n * p.channels + c) * image_size + at)] +=
+                x.get_as_double(row + l);
+          }
+        }
+      }
+    }
+  }
+  elementwise_util::dispatch<float, double>(x.dtype(), node, [&]<typename T>(T) {
+    T* py = outputs[0].data<T>();
+    for (std::size_t i = 0; i < out.size(); ++i) py[i] = static_cast<T>(out[i]);
+  });
+}
+
 }  // namespace
 
 void register_layout_kernels(ReferenceKernelTable& table) {
+  table["Col2Im"] = col2im;
   table["Transpose"] = transpose;
   table["Reshape"] = copy_bytes;
   table["Flatten"] = copy_bytes;

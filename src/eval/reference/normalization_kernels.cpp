@@ -158,6 +158,76 @@ void layer_norm_kernel(const Node& node, Inputs inputs, Outputs outputs) {
   }
 }
 
+// Statistics per (n, group) over the group's channels and all spatial positions; scale
+// and bias per channel, or per group (opset 18 form, shape [num_groups]).
+void group_norm_kernel(const Node& node, Inputs inputs, Outputs outputs) {
+  const Tensor& x = *inputs[0];
+  const double eps = node.attr_float("epsilon", 1e-5f);
+  const std::int64_t groups = node.required_int("num_groups");
+  const std::vector<double> scale = as_doubles(*inputs[1]);
+  const std::vector<double> bias = as_doubles(*inputs[2]);
+  const bool per_group = static_cast<std::int64_t>(scale.size()) != x.shape()[1];
+  const std::int64_t n = x.shape()[0];
+  const std::int64_t channels = x.shape()[1];
+  const std::int64_t per = channels / groups;
+  const std::int64_t spatial = spatial_size(x.shape());
+  const std::int64_t width = per * spatial;
+  dispatch<float, double>(x.dtype(), node, [&]<typename T>(T) {
+    const T* px = x.data<T>();
+    T* py = outputs[0].data<T>();
+    for (std::int64_t b = 0; b < n; ++b) {
+      for (std::int64_t g = 0; g < groups; ++g) {
+        const std::int64_t base = (b * channels + g * per) * spatial;
+        double mean = 0;
+        for (std::int64_t i = 0; i < width; ++i) mean += static_cast<double>(px[base + i]);
+        mean /= static_cast<double>(width);
+        double var = 0;
+        for (std::int64_t i = 0; i < width; ++i) {
+          const double d = static_cast<double>(px[base + i]) - mean;
+          var += d * d;
+        }
+        var /= static_cast<double>(width);
+        const double inv_std = 1.0 / std::sqrt(var + eps);
+        for (std::int64_t i = 0; i < width; ++i) {
+          const auto k = static_cast<std::size_t>(per_group ? g : g * per + i / spatial);
+          const double v = (static_cast<double>(px[base + i]) - mean) * inv_std;
+          py[base + i] = static_cast<T>(v * scale[k] + bias[k]);
+        }
+      }
+    }
+  });
+}
+
+void rms_norm_kernel(const Node& node, Inputs inputs, Outputs outputs) {
+  const Tensor& x = *inputs[0];
+  const auto rank = static_cast<std::int64_t>(x.rank());
+  const auto axis =
+      static_cast<std::size_t>(normalize_axis(node.attr_int("axis", -1), rank, node.describe()));
+  const double eps = node.attr_float("epsilon", 1e-5f);
+  const Shape normalized(x.shape().begin() + static_cast<std::ptrdiff_t>(axis), x.shape().end());
+  const std::int64_t width = shape_numel(normalized);
+  const std::int64_t rows = width == 0 ? 0 : x.numel() / width;
+  const std::vector<double> scale = expand_to(*inputs[1], normalized);
+  dispatch<float, double>(x.dtype(), node, [&]<typename T>(T) {
+    const T* px = x.data<T>();
+    T* py = outputs[0].data<T>();
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const T* row = px + r * width;
+      double mean_square = 0;
+      for (std::int64_t j = 0; j < width; ++j) {
+        const double v = static_cast<double>(row[j]);
+        mean_square += v * v;
+      }
+      mean_square /= static_cast<double>(width);
+      const double inv_rms = 1.0 / std::sqrt(mean_square + eps);
+      for (std::int64_t j = 0; j < width; ++j) {
+        py[r * width + j] = static_cast<T>(static_cast<double>(row[j]) * inv_rms *
+                                           scale[static_cast<std::size_t>(j)]);
+      }
+    }
+  });
+}
+
 void lp_norm_kernel(const Node& node, Inputs inputs, Outputs outputs) {
   const Tensor& x = *inputs[0];
   const auto rank = static_cast<std::int64_t>(x.rank());
@@ -197,6 +267,8 @@ void register_normalization_kernels(ReferenceKernelTable& table) {
   table["InstanceNormalization"] = instance_norm_kernel;
   table["LayerNormalization"] = layer_norm_kernel;
   table["LpNormalization"] = lp_norm_kernel;
+  table["GroupNormalization"] = group_norm_kernel;
+  table["RMSNormalization"] = rms_norm_kernel;
 }
 
 }  // namespace orchid

@@ -14,6 +14,7 @@ ReferenceKernel find_reference_kernel(const std::string& op_type) {
     register_constant_kernels(t);
     register_quantization_kernels(t);
     register_recurrent_kernels(t);
+    register_attention_kernels(t);
     return t;
   }();
   auto it = table.find(op_type);

@@ -38,5 +38,6 @@ void register_layout_kernels(ReferenceKernelTable& table);
 void register_constant_kernels(ReferenceKernelTable& table);
 void register_quantization_kernels(ReferenceKernelTable& table);
 void register_recurrent_kernels(ReferenceKernelTable& table);
+void register_attention_kernels(ReferenceKernelTable& table);
 
 }  // namespace orchid

@@ -145,6 +145,8 @@ std::optional<DType> onnx_dtype(std::int64_t code) {
       return DType::F16;
     case 11:
       return DType::F64;
+    case 16:
+      return DType::BF16;
     default:
       return std::nullopt;
   }
@@ -159,6 +161,14 @@ std::vector<TensorType> infer_cast(const ShapeContext& ctx) {
 
 std::vector<TensorType> infer_cast_like(const ShapeContext& ctx) {
   return {{ctx.input_dtype(1), ctx.input_shape(0)}};
+}
+
+std::vector<TensorType> infer_gelu(const ShapeContext& ctx) {
+  const std::string approximate = ctx.node().attr_string("approximate", "none");
+  if (approximate != "none" && approximate != "tanh") {
+    ctx.fail("approximate must be 'none' or 'tanh', got '{}'", approximate);
+  }
+  return unary(kFloat)(ctx);
 }
 
 std::vector<TensorType> infer_is_inf(const ShapeContext& ctx) {
@@ -198,10 +208,13 @@ void register_elementwise_ops(OpSchemaTable& table) {
                          "Elu",
                          "Selu",
                          "Celu",
-                         "ThresholdedRelu"}) {
+                         "ThresholdedRelu",
+                         "Mish",
+                         "Swish"}) {
     add(table, op, 1, 1, unary(kFloat));
   }
   add(table, "LeakyRelu", 1, 1, unary(kFloat));
+  add(table, "Gelu", 1, 1, infer_gelu);
   add(table, "Relu", 1, 1, unary(kSignedNumeric));
   add(table, "Shrink", 1, 1, unary(kFloatOrWideInt));
   add(table, "Neg", 1, 1, unary(kSignedNumeric));

@@ -311,3 +311,50 @@ std::vector<std::pair<std::int64_t, double>> resize_cubic_taps(double src, std::
 }
 
 }  // namespace orchid
+
+namespace orchid {
+
+Col2ImPlan col2im_plan(const Node& node, const Shape& input, const Tensor& image_shape,
+                       const Tensor& block_shape) {
+  Col2ImPlan p;
+  p.image = image_shape.to_int64s();
+  p.block = block_shape.to_int64s();
+  const std::size_t dims = p.image.size();
+  if (dims == 0 || p.block.size() != dims) {
+    fail("{}: image_shape {} and block_shape {} must be non-empty and of one length",
+         node.describe(), shape_to_string(p.image), shape_to_string(p.block));
+  }
+  if (input.size() != 3)
+    fail("{}: input must be [N, C * prod(block), L], got {}", node.describe(),
+         shape_to_string(input));
+  p.dilations = node.attr_ints("dilations", std::vector<std::int64_t>(dims, 1));
+  p.strides = node.attr_ints("strides", std::vector<std::int64_t>(dims, 1));
+  const auto pads = node.attr_ints("pads", std::vector<std::int64_t>(2 * dims, 0));
+  if (p.dilations.size() != dims || p.strides.size() != dims || pads.size() != 2 * dims) {
+    fail("{}: dilations, strides and pads must have {}, {} and {} values", node.describe(), dims,
+         dims, 2 * dims);
+  }
+  std::int64_t block_size = 1, count = 1;
+  for (std::size_t d = 0; d < dims; ++d) {
+    if (p.block[d] <= 0 || p.image[d] <= 0 || p.dilations[d] <= 0 || p.strides[d] <= 0) {
+      fail("{}: image, block, dilations and strides must be positive", node.describe());
+    }
+    const std::int64_t span = p.dilations[d] * (p.block[d] - 1) + 1;
+    const std::int64_t room = p.image[d] + pads[d] + pads[d + dims] - span;
+    if (room < 0) fail("{}: block {} does not fit the padded image", node.describe(), d);
+    p.positions.push_back(room / p.strides[d] + 1);
+    block_size *= p.block[d];
+    count *= p.positions.back();
+  }
+  p.pads_begin.assign(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(dims));
+  if (input[1] % block_size != 0 || input[2] != count) {
+    fail("{}: input {} must be [N, C * {}, {}]", node.describe(), shape_to_string(input),
+         block_size, count);
+  }
+  p.channels = input[1] / block_size;
+  p.output = {input[0], p.channels};
+  p.output.insert(p.output.end(), p.image.begin(), p.image.end());
+  return p;
+}
+
+}  // namespace orchid

@@ -65,3 +65,19 @@ std::vector<std::int64_t> normalized_axes(const Node& node, const std::vector<st
                                           std::int64_t rank);
 
 }  // namespace orchid
+
+namespace orchid {
+
+// Col2Im (opset 18): input [N, C * prod(block), L] of sliding blocks summed back into an
+// image [N, C, image...]; L must equal the number of block positions.
+struct Col2ImPlan {
+  Shape image, block;
+  std::vector<std::int64_t> dilations, pads_begin, strides;
+  std::vector<std::int64_t> positions;  // block positions per spatial axis
+  std::int64_t channels = 0;
+  Shape output;
+};
+Col2ImPlan col2im_plan(const Node& node, const Shape& input, const Tensor& image_shape,
+                       const Tensor& block_shape);
+
+}  // namespace orchid

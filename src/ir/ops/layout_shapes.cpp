@@ -392,9 +392,18 @@ std::vector<TensorType> infer_space_to_depth(const ShapeContext& ctx) {
             x.shape[2] / b, x.shape[3] / b}}};
 }
 
+std::vector<TensorType> infer_col2im(const ShapeContext& ctx) {
+  ctx.require_dtype(0, {DType::F32, DType::F64});
+  const Col2ImPlan p =
+      col2im_plan(ctx.node(), ctx.input_shape(0), ctx.required_constant(1, "image_shape"),
+                  ctx.required_constant(2, "block_shape"));
+  return {{ctx.input_dtype(0), p.output}};
+}
+
 }  // namespace
 
 void register_layout_ops(OpSchemaTable& table) {
+  table["Col2Im"] = {"Col2Im", 3, 3, 1, 1, infer_col2im};
   table["Transpose"] = {"Transpose", 1, 1, 1, 1, infer_transpose};
   table["ScatterND"] = {"ScatterND", 3, 3, 1, 1, infer_scatter_nd};
   table["Reshape"] = {"Reshape", 2, 2, 1, 1, infer_reshape};

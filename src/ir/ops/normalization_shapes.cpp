@@ -1,5 +1,6 @@
 // Shape functions of the normalization op family: BatchNormalization (inference),
-// InstanceNormalization, LayerNormalization (opset 17) and LpNormalization.
+// InstanceNormalization, LayerNormalization (opset 17), GroupNormalization (opsets 18 and
+// 21), RMSNormalization (opset 23) and LpNormalization.
 #include <string>
 
 #include "ir/ops/op_families.hpp"
@@ -81,6 +82,57 @@ std::vector<TensorType> infer_layer_norm(const ShapeContext& ctx) {
   return {ctx.input(0), {stat_dtype, stat_shape}, {stat_dtype, stat_shape}};
 }
 
+// Scale and bias per group (opset 18) or per channel (opset 21). The importer keeps
+// opset-17 semantics and does not say which opset a node came from, but the lengths
+// tell: with num_groups == C the two forms are the same computation.
+std::vector<TensorType> infer_group_norm(const ShapeContext& ctx) {
+  ctx.require_dtype(0, kFloat);
+  const Shape& x = ctx.input_shape(0);
+  if (x.size() < 2) ctx.fail("input must have rank >= 2 (N x C x ...), got {}", x.size());
+  const std::int64_t groups = ctx.node().required_int("num_groups");
+  if (groups <= 0 || x[1] % groups != 0) {
+    ctx.fail("num_groups {} must be positive and divide the {} channels", groups, x[1]);
+  }
+  const std::int64_t stash = ctx.node().attr_int("stash_type", 1);
+  if (stash != 1) ctx.unsupported("stash_type={}", stash);
+  const char* names[] = {"scale", "bias"};
+  for (std::size_t i = 1; i <= 2; ++i) {
+    ctx.require_dtype(i, kFloat);
+    const Shape& p = ctx.input_shape(i);
+    if (p.size() != 1 || (p[0] != x[1] && p[0] != groups)) {
+      ctx.fail("{} (input {}) must have shape {} (channels) or {} (groups), got {}", names[i - 1],
+               i, x[1], groups, shape_to_string(p));
+    }
+  }
+  if (ctx.input_shape(1) != ctx.input_shape(2)) {
+    ctx.fail("scale {} and bias {} must have the same shape", shape_to_string(ctx.input_shape(1)),
+             shape_to_string(ctx.input_shape(2)));
+  }
+  return {ctx.input(0)};
+}
+
+// Y = X / sqrt(mean(X^2 over axes [axis, rank)) + epsilon) * scale.
+std::vector<TensorType> infer_rms_norm(const ShapeContext& ctx) {
+  ctx.require_dtype(0, kFloat);
+  const Shape& x = ctx.input_shape(0);
+  const auto rank = static_cast<std::int64_t>(x.size());
+  if (rank == 0) ctx.fail("input must have rank >= 1");
+  const auto axis = static_cast<std::size_t>(
+      normalize_axis(ctx.node().attr_int("axis", -1), rank, ctx.node().describe()));
+  // Statistics are computed in double, at least as exact as any stash type.
+  const std::int64_t stash = ctx.node().attr_int("stash_type", 1);
+  if (stash != 1 && stash != 11) ctx.unsupported("stash_type={}", stash);
+  const Shape normalized(x.begin() + static_cast<std::ptrdiff_t>(axis), x.end());
+  ctx.require_dtype(1, kFloat);
+  const Shape& p = ctx.input_shape(1);
+  if (p.size() > normalized.size() ||
+      broadcast_shapes(normalized, p, ctx.node().describe()) != normalized) {
+    ctx.fail("scale shape {} does not broadcast to the normalized shape {}", shape_to_string(p),
+             shape_to_string(normalized));
+  }
+  return {ctx.input(0)};
+}
+
 std::vector<TensorType> infer_lp_norm(const ShapeContext& ctx) {
   ctx.require_dtype(0, kFloat);
   const Shape& x = ctx.input_shape(0);
@@ -99,6 +151,8 @@ void register_normalization_ops(OpSchemaTable& table) {
   table["InstanceNormalization"] =
       OpSchema{"InstanceNormalization", 3, 3, 1, 1, infer_instance_norm};
   table["LayerNormalization"] = OpSchema{"LayerNormalization", 2, 3, 1, 3, infer_layer_norm};
+  table["GroupNormalization"] = OpSchema{"GroupNormalization", 3, 3, 1, 1, infer_group_norm};
+  table["RMSNormalization"] = OpSchema{"RMSNormalization", 2, 2, 1, 1, infer_rms_norm};
   table["LpNormalization"] = OpSchema{"LpNormalization", 1, 1, 1, 1, infer_lp_norm};
 }
 

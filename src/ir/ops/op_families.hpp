@@ -16,6 +16,7 @@ void register_constant_ops(OpSchemaTable& table);      // Shape, ConstantOfShape
 void register_selection_ops(OpSchemaTable& table);     // NonZero, NonMaxSuppression, If, Loop
 void register_quantization_ops(OpSchemaTable& table);  // Q/DQ, QLinear*, *Integer
 void register_recurrent_ops(OpSchemaTable& table);     // LSTM, GRU, RNN
+void register_attention_ops(OpSchemaTable& table);     // Attention, RotaryEmbedding
 // Sets every registered op's traits (op_traits_table.cpp); called after the families.
 void apply_op_traits(OpSchemaTable& table);
 

@@ -26,7 +26,7 @@ void primitive_classes(OpSchemaTable& table) {
   register_elementwise_ops(elementwise);
   for (const auto& [op, schema] : elementwise) {
     if (op == "HardSigmoid" || op == "HardSwish" || op == "Sum" || op == "Mean" ||
-        op == "CastLike") {
+        op == "CastLike" || op == "Gelu" || op == "Mish" || op == "Swish") {
       continue;
     }
     if (auto it = table.find(op); it != table.end()) {

@@ -138,8 +138,13 @@ TEST(OrchestrateBlp, CbcMatchesExhaustiveSearch) {
       for (int k = 0; k < n; ++k) {
         if (k != j && rng.below(4) == 0) providers.push_back(k);
       }
-      p.requirements.emplace_back(j, providers);
+      p.requirements.push_back({{j}, providers});
     }
+    // One tensor read by several candidates (the auxiliary-variable form of the BLP).
+    Requirement shared;
+    for (int k = 0; k < n; ++k)
+      (rng.below(3) == 0 ? shared.consumers : shared.providers).push_back(k);
+    p.requirements.push_back(shared);
     SelectionResult exact;
     try {
       exact = solve_selection_brute_force(p);
@@ -177,7 +182,7 @@ TEST(OrchestrateBlp, DiamondOptimumEqualsExhaustiveOverItsCandidates) {
   for (std::size_t k = 0; k < cands.size(); ++k) {
     for (const auto& t : index.view(cands[k]).inputs) {
       if (!o.fission.graph.is_constant(t) && t != "x") {
-        p.requirements.emplace_back(static_cast<int>(k), writers[t]);
+        p.requirements.push_back({{static_cast<int>(k)}, writers[t]});
       }
     }
   }

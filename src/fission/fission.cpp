@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "fission/primitive.hpp"
+#include "fission/qdq_linear.hpp"
 #include "fission/rule.hpp"
 #include "util/error.hpp"
 
@@ -159,6 +160,8 @@ FissionResult fission(const Graph& model, const FissionOptions& options) {
     }
     nodes.push_back(std::move(node));
   }
+
+  if (options.int8_linear) fuse_qdq_linear(model, nodes, result.notes);
 
   const RuleTable& rules = rule_table();
   for (const Node& node : nodes) {

@@ -67,6 +67,7 @@ struct RunOptions {
   std::string linear_backend = "generated";  // with --device cuda: generated, vendor, auto
   std::string json;                          // the report as JSON ("-": stdout, no text)
   std::string trace;                         // one timed run's kernels as a Chrome trace
+  bool fp32_qdq = false;  // QDQ Conv/MatMul in fp32 after dequantization, not int8 kernels
 };
 
 constexpr const char* kRunPlanKinds[] = {"fastest", "optimal", "operator-level", "per-primitive",
@@ -280,6 +281,7 @@ void run(const RunOptions& options) {
   std::optional<KernelTimes> kernel_times;
   std::string orchestration_report;
   std::optional<double> predicted_ms;
+  std::vector<std::string> fission_notes;  // e.g. a QDQ Conv left in fp32, and why
   if (with_plan) {
     try {
       g.require_static_shapes(fmt::format("'{}': the plan executor", options.model.model));
@@ -302,6 +304,7 @@ void run(const RunOptions& options) {
       const bool select = options.plan_kind == "fastest" && !gpu;
       OrchestrateOptions orchestrate_options;
       if (select) orchestrate_options.k_best = static_cast<std::size_t>(options.k_best);
+      orchestrate_options.int8_linear = !options.fp32_qdq;
       Orchestration o = orchestrate(g, *cost_model, orchestrate_options);
       report_measured_costs(*cost_model, cost, options.model.model);
       orchestration_report = fmt::format(
@@ -347,6 +350,7 @@ void run(const RunOptions& options) {
     }
     const Plan& plan = executable.plan;
     const Graph& primitives = executable.fission.graph;
+    fission_notes = executable.fission.notes;
     report["plan"]["kernels"] = plan.kernels.size();
     report["device"] = gpu ? options.device : std::string("cpu");
     if (gpu) {
@@ -483,6 +487,13 @@ void run(const RunOptions& options) {
         static_cast<double>(stats->packed_weight_bytes) / mib,
         static_cast<double>(stats->layout_bytes) / mib);
     report.update(stats_json(*stats));
+    if (stats->int8_primitives > 0) {
+      text += fmt::format("int8     {} quantized Conv/MatMul on oneDNN's int8 kernels\n",
+                          stats->int8_primitives);
+    }
+    for (const auto& why : fission_notes) text += "note     " + why + "\n";
+    for (const auto& why : stats->int8_fallbacks) text += "note     " + why + "\n";
+    report["kernels"]["int8_primitives"] = stats->int8_primitives;
   }
   std::string trace;
   if (kernel_times) {
@@ -561,6 +572,9 @@ Action add_run_command(CLI::App& app) {
       ->default_val("fastest")
       ->check(CLI::IsMember(
           std::vector<std::string>(std::begin(kRunPlanKinds), std::end(kRunPlanKinds))));
+  cmd->add_flag("--fp32-qdq", options->fp32_qdq,
+                "With --device cpu: run QDQ-quantized Conv/MatMul in fp32 after dequantization "
+                "instead of on oneDNN's int8 kernels");
   cmd->add_option("--k-best", options->k_best,
                   "With --plan-kind fastest: how many of the best predicted plans to time")
       ->default_val(3)

@@ -154,6 +154,13 @@ void fuse_qdq_linear(const Graph& model, std::vector<Node>& nodes,
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     Node& lin = nodes[i];
     const bool conv = lin.op_type == "Conv";
+    if (lin.op_type == "Gemm" && lin.domain.empty() && dq_of(in(lin, 0)) && dq_of(in(lin, 1))) {
+      notes.push_back(fmt::format(
+          "Gemm '{}': QDQ Gemm runs in fp32 after dequantization: only Conv and MatMul "
+          "become int8 linear primitives",
+          lin.name));
+      continue;
+    }
     if ((!conv && lin.op_type != "MatMul") || !lin.domain.empty()) continue;
     const Node* dx = dq_of(in(lin, 0));
     const Node* dw = dq_of(in(lin, 1));

@@ -161,7 +161,11 @@ FissionResult fission(const Graph& model, const FissionOptions& options) {
     nodes.push_back(std::move(node));
   }
 
-  if (options.int8_linear) fuse_qdq_linear(model, nodes, result.notes);
+  if (options.int8_linear) {
+    std::map<std::string, Tensor> int8_biases;
+    fuse_qdq_linear(model, nodes, result.notes, int8_biases);
+    for (auto& [name, value] : int8_biases) g.set_constant(name, std::move(value));
+  }
 
   const RuleTable& rules = rule_table();
   for (const Node& node : nodes) {

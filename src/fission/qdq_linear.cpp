@@ -115,17 +115,12 @@ namespace {
 struct Readers {
   std::map<std::string, std::vector<std::size_t>> of;  // tensor -> reading node indices
   std::set<std::string> outputs;                       // graph outputs
-  bool only_reader(const std::string& t, std::size_t node) const {
-    if (outputs.count(t)) return false;
-    auto it = of.find(t);
-    return it != of.end() && it->second.size() == 1 && it->second[0] == node;
-  }
 };
 
 }  // namespace
 
-void fuse_qdq_linear(const Graph& model, std::vector<Node>& nodes,
-                     std::vector<std::string>& notes) {
+void fuse_qdq_linear(const Graph& model, std::vector<Node>& nodes, std::vector<std::string>& notes,
+                     std::map<std::string, Tensor>& new_constants) {
   std::map<std::string, std::size_t> producer;
   Readers readers;
   readers.outputs.insert(model.outputs.begin(), model.outputs.end());
@@ -136,6 +131,7 @@ void fuse_qdq_linear(const Graph& model, std::vector<Node>& nodes,
     }
   }
   auto constant_of = [&](const std::string& t) -> const Tensor* {
+    if (auto it = new_constants.find(t); it != new_constants.end()) return &it->second;
     if (t.empty() || !model.has_tensor(t)) return nullptr;
     return model.tensor(t).data.get();
   };
@@ -155,10 +151,10 @@ void fuse_qdq_linear(const Graph& model, std::vector<Node>& nodes,
     Node& lin = nodes[i];
     const bool conv = lin.op_type == "Conv";
     if (lin.op_type == "Gemm" && lin.domain.empty() && dq_of(in(lin, 0)) && dq_of(in(lin, 1))) {
-      notes.push_back(fmt::format(
-          "Gemm '{}': QDQ Gemm runs in fp32 after dequantization: only Conv and MatMul "
-          "become int8 linear primitives",
-          lin.name));
+      notes.push_back(
+          fmt::format("Gemm '{}': QDQ Gemm runs in fp32 after dequantization: only Conv and MatMul "
+                      "become int8 linear primitives",
+                      lin.name));
       continue;
     }
     if ((!conv && lin.op_type != "MatMul") || !lin.domain.empty()) continue;
@@ -170,7 +166,8 @@ void fuse_qdq_linear(const Graph& model, std::vector<Node>& nodes,
     std::string y = lin.outputs[0];
     auto sole_reader = [&](const std::string& t, std::size_t& out) {
       auto it = readers.of.find(t);
-      if (readers.outputs.count(t) || it == readers.of.end() || it->second.size() != 1) return false;
+      if (readers.outputs.count(t) || it == readers.of.end() || it->second.size() != 1)
+        return false;
       out = it->second[0];
       return true;
     };
@@ -190,8 +187,9 @@ void fuse_qdq_linear(const Graph& model, std::vector<Node>& nodes,
     };
     const std::string bias = conv ? in(lin, 2) : std::string();
     const Node* db = bias.empty() ? nullptr : dq_of(bias);
-    if (!bias.empty() && !db) {
-      refuse("the bias is not a DequantizeLinear of int32");
+    const Tensor* float_bias = bias.empty() || db ? nullptr : constant_of(bias);
+    if (!bias.empty() && !db && (!float_bias || float_bias->dtype() != DType::F32)) {
+      refuse("the bias is neither a DequantizeLinear of int32 nor a float constant");
       continue;
     }
     if (!constant_of(in(*dw, 0))) {
@@ -220,8 +218,8 @@ void fuse_qdq_linear(const Graph& model, std::vector<Node>& nodes,
     Node fused;
     fused.op_type = conv ? "QLinearConv" : "QLinearMatMul";
     fused.name = lin.name;
-    fused.inputs = {in(*dx, 0), in(*dx, 1), in(*dx, 2), in(*dw, 0), in(*dw, 1),
-                    in(*dw, 2), in(qn, 1),  in(qn, 2)};
+    fused.inputs = {in(*dx, 0), in(*dx, 1), in(*dx, 2), in(*dw, 0),
+                    in(*dw, 1), in(*dw, 2), in(qn, 1),  in(qn, 2)};
     if (db) {
       const Tensor* bq = constant_of(in(*db, 0));
       const Tensor* bs = constant_of(in(*db, 1));
@@ -230,8 +228,7 @@ void fuse_qdq_linear(const Graph& model, std::vector<Node>& nodes,
       bool ok = bq && bs && xs && ws && bq->dtype() == DType::I32 && (!bz || all_equal(*bz, 0.0));
       // Its scale must be x_scale * w_scale, the accumulator's unit.
       for (std::int64_t c = 0; ok && c < bs->numel(); ++c) {
-        const double want =
-            xs->get_as_double(0) * ws->get_as_double(ws->numel() == 1 ? 0 : c);
+        const double want = xs->get_as_double(0) * ws->get_as_double(ws->numel() == 1 ? 0 : c);
         ok = std::abs(bs->get_as_double(c) - want) <= 1e-6 * want;
       }
       if (!ok) {
@@ -239,6 +236,24 @@ void fuse_qdq_linear(const Graph& model, std::vector<Node>& nodes,
         continue;
       }
       fused.inputs.push_back(in(*db, 0));
+    } else if (float_bias && !all_equal(*float_bias, 0.0)) {
+      const Tensor* xs = constant_of(in(*dx, 1));
+      const std::int64_t channels = float_bias->numel();
+      Tensor q(DType::I32, {channels});
+      bool ok = xs && ws;
+      for (std::int64_t c = 0; ok && c < channels; ++c) {
+        const double unit = xs->get_as_double(0) * ws->get_as_double(ws->numel() == 1 ? 0 : c);
+        const double v = std::nearbyint(float_bias->get_as_double(c) / unit);
+        ok = unit > 0 && std::abs(v) < 2147483647.0;
+        if (ok) q.data<std::int32_t>()[c] = static_cast<std::int32_t>(v);
+      }
+      if (!ok) {
+        refuse("the float bias does not fit int32 in units of x_scale * w_scale");
+        continue;
+      }
+      const std::string name = lin.name + "/int8_bias";
+      new_constants[name] = std::move(q);
+      fused.inputs.push_back(name);
     }
     fused.outputs = {qn.outputs[0]};
     fused.attributes = conv ? lin.attributes : std::map<std::string, Attribute>{};
@@ -254,6 +269,7 @@ void fuse_qdq_linear(const Graph& model, std::vector<Node>& nodes,
     }
     std::string why;
     if (!int8_linear_eligible(fused, constant_of, shape_of, why)) {
+      new_constants.erase(lin.name + "/int8_bias");
       refuse(why);
       continue;
     }

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,14 +25,19 @@ namespace orchid::fission_detail {
 // zero points other than 0, uint8 weights, a Relu the output range does not absorb,
 // non-2-D convolutions, ...) are left as they are — they run in fp32 after
 // dequantization — and `notes` gets one line per such node saying why.
-void fuse_qdq_linear(const Graph& model, std::vector<Node>& nodes, std::vector<std::string>& notes);
+// A float constant bias is quantized to int32 in units of x_scale * w_scale (error at most
+// half such a unit, far below an output step); those int32 biases are added to
+// `new_constants` for the caller to put into the primitive graph.
+void fuse_qdq_linear(const Graph& model, std::vector<Node>& nodes, std::vector<std::string>& notes,
+                     std::map<std::string, Tensor>& new_constants);
 
 // Whether a QLinearConv / QLinearMatMul node maps onto the int8 kernels: constant
 // per-tensor x/y scales and zero points, constant int8 weights with zero weight zero
 // points and per-tensor or per-output-channel scales, a 4-D Conv or a MatMul with 2-D
 // weights. Otherwise fission lowers it to float primitives. `why` gets the reason.
 // `constant_of` gives a tensor's constant value or nullptr.
-bool int8_linear_eligible(const Node& node, const std::function<const Tensor*(const std::string&)>& constant_of,
+bool int8_linear_eligible(const Node& node,
+                          const std::function<const Tensor*(const std::string&)>& constant_of,
                           const std::function<const Shape&(const std::string&)>& shape_of,
                           std::string& why);
 

@@ -115,9 +115,9 @@ std::optional<Int8LinearOp> make_int8_linear(const dnnl::engine& engine, dnnl::s
       const memory::desc wei_any(wei_dims, dt::s8, tag::any);
       const memory::desc bias_md = bias ? memory::desc({wsh[0]}, dt::s32, tag::x) : memory::desc();
       dnnl::convolution_forward::desc d(
-          dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_any,
-          wei_any, bias_md, dst_any, {strides[0], strides[1]}, {dil[0] - 1, dil[1] - 1},
-          {pads[0], pads[1]}, {pads[2], pads[3]});
+          dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_any, wei_any,
+          bias_md, dst_any, {strides[0], strides[1]}, {dil[0] - 1, dil[1] - 1}, {pads[0], pads[1]},
+          {pads[2], pads[3]});
       dnnl::convolution_forward::primitive_desc pd(d, attr, engine);
       op.implementation = pd.impl_info_str();
       op.prim = dnnl::convolution_forward(pd);
@@ -173,8 +173,10 @@ std::optional<Int8LinearOp> make_int8_linear(const dnnl::engine& engine, dnnl::s
   }
   op.args[DNNL_ARG_SRC] = op.src;
   op.args[DNNL_ARG_DST] = op.dst;
-  if (x_zp != 0) op.args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC] = zero_point_memory(engine, x_zp);
-  if (y_zp != 0) op.args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST] = zero_point_memory(engine, y_zp);
+  if (x_zp != 0)
+    op.args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC] = zero_point_memory(engine, x_zp);
+  if (y_zp != 0)
+    op.args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST] = zero_point_memory(engine, y_zp);
   return op;
 }
 

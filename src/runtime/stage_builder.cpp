@@ -89,8 +89,12 @@ Stage StageBuilder::single_node_stage(const Node& n, KernelPlaces& places) {
     dnnl::stream stream(engine_);
     if (auto q = make_int8_linear(engine_, stream, graph_, n, why)) {
       ++stats_.int8_primitives;
-      return Int8LinearStage{&n, std::move(*q), std::move(reads), n.outputs[0],
-                             place(places, n.inputs[0]), place(places, n.outputs[0])};
+      return Int8LinearStage{&n,
+                             std::move(*q),
+                             std::move(reads),
+                             n.outputs[0],
+                             place(places, n.inputs[0]),
+                             place(places, n.outputs[0])};
     }
     stats_.int8_fallbacks.push_back(
         fmt::format("{}: runs on its reference kernel: {}", n.describe(), why));

@@ -178,7 +178,8 @@ void matmul_integer(RuleContext& ctx) {
 bool keep_int8_linear(RuleContext& ctx) {
   std::string why;
   if (!int8_linear_eligible(
-          ctx.node(), [&](const std::string& t) { return t.empty() ? nullptr : ctx.constant_value(t); },
+          ctx.node(),
+          [&](const std::string& t) { return t.empty() ? nullptr : ctx.constant_value(t); },
           [&](const std::string& t) -> const Shape& { return ctx.shape(t); }, why)) {
     return false;
   }

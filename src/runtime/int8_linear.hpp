@@ -26,6 +26,7 @@ struct Int8LinearOp {
   std::string implementation;                  // oneDNN's name for the kernel it chose
 
   void run(dnnl::stream& stream, const void* x, void* y);
+  std::string describe() const { return "onednn int8 " + implementation; }
 };
 
 // The primitive for a QLinearConv / QLinearMatMul whose parameters are constants (fission

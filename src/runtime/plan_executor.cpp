@@ -154,22 +154,21 @@ struct PlanExecutor::Impl {
     }
     for (const Stage& stage : kernels.at(k)) {
       if (!how.empty()) how += " | ";
-      how += std::visit(
-          Overloaded{
-              [](const LinearStage& l) {
-                std::string s = "onednn " + l.op.implementation;
-                if (l.op.src_reorder) s += " (reorder in)";
-                if (l.op.dst_reorder) s += " (reorder out)";
-                return s;
-              },
-              [](const LoopStage&) { return std::string("fused loop"); },
-              [](const UnaryDnnlStage& u) { return "onednn " + u.op.implementation; },
-              [](const Int8LinearStage& q) { return "onednn int8 " + q.op.implementation; },
-              [](const ReferenceStage& r) {
-                return (r.block_copies ? "copies " : "reference ") + r.node->op_type;
-              },
-          },
-          stage);
+      how += std::visit(Overloaded{
+                            [](const LinearStage& l) {
+                              std::string s = "onednn " + l.op.implementation;
+                              if (l.op.src_reorder) s += " (reorder in)";
+                              if (l.op.dst_reorder) s += " (reorder out)";
+                              return s;
+                            },
+                            [](const LoopStage&) { return std::string("fused loop"); },
+                            [](const UnaryDnnlStage& u) { return "onednn " + u.op.implementation; },
+                            [](const Int8LinearStage& q) { return q.op.describe(); },
+                            [](const ReferenceStage& r) {
+                              return (r.block_copies ? "copies " : "reference ") + r.node->op_type;
+                            },
+                        },
+                        stage);
     }
     return ops + ": " + how;
   }

@@ -42,11 +42,12 @@ struct PlanExecutorStats {
   std::int64_t scratch_bytes = 0;       // intermediates between a kernel's stages (one pool)
   std::int64_t loop_scratch_bytes = 0;  // fused loops' row buffers and index tables
   std::int64_t weight_bytes = 0;
-  std::size_t blocked_convolutions = 0;     // run in the layout oneDNN prefers (e.g. NHWC)
-  std::size_t nhwc_handoffs = 0;            // convolution sources kept NHWC, no reorder
-  std::int64_t layout_bytes = 0;            // their blocked source/result copies (one pool)
-  std::int64_t packed_weight_bytes = 0;     // weights reordered once into oneDNN's layout
-  std::size_t stored_layout_loops = 0;      // fused loops reading or writing such layouts in place
+  std::size_t blocked_convolutions = 0;  // run in the layout oneDNN prefers (e.g. NHWC)
+  std::size_t nhwc_handoffs = 0;         // convolution sources kept NHWC, no reorder
+  std::int64_t layout_bytes = 0;         // their blocked source/result copies (one pool)
+  std::int64_t packed_weight_bytes = 0;  // weights reordered once into oneDNN's layout
+  std::size_t stored_layout_loops = 0;   // fused loops reading or writing such layouts in place
+
   std::size_t int8_primitives = 0;          // QLinearConv/QLinearMatMul on oneDNN's int8 kernels
   std::vector<std::string> int8_fallbacks;  // those on their reference kernel, and why
   std::int64_t peak_bytes() const {

@@ -33,6 +33,7 @@
 #include "profile/chrome_trace.hpp"
 #include "profile/cpu_environment.hpp"
 #include "profile/plan_selection.hpp"
+#include "runtime/int8_linear.hpp"
 #include "runtime/plan_executor.hpp"
 #include "util/atomic_file.hpp"
 #include "util/error.hpp"
@@ -304,7 +305,17 @@ void run(const RunOptions& options) {
       const bool select = options.plan_kind == "fastest" && !gpu;
       OrchestrateOptions orchestrate_options;
       if (select) orchestrate_options.k_best = static_cast<std::size_t>(options.k_best);
-      orchestrate_options.int8_linear = !options.fp32_qdq;
+      // Without VNNI most quantize_static weights (full int8 range) could saturate
+      // oneDNN's int16 pair sums; fp32 after dequantization is then exact and faster
+      // than the reference kernels the executor would fall back to.
+      // (Generated GPU code has no int8 kernels: QDQ ops stay in fp32 there.)
+      orchestrate_options.int8_linear =
+          !gpu && !options.fp32_qdq && int8_kernels_without_saturation();
+      if (!gpu && !options.fp32_qdq && !int8_kernels_without_saturation()) {
+        fission_notes.push_back(
+            "this CPU has no VNNI (oneDNN's u8*s8 kernels would sum weight pairs in int16 "
+            "and could saturate): QDQ Conv/MatMul run in fp32 after dequantization");
+      }
       Orchestration o = orchestrate(g, *cost_model, orchestrate_options);
       report_measured_costs(*cost_model, cost, options.model.model);
       orchestration_report = fmt::format(
@@ -350,7 +361,8 @@ void run(const RunOptions& options) {
     }
     const Plan& plan = executable.plan;
     const Graph& primitives = executable.fission.graph;
-    fission_notes = executable.fission.notes;
+    fission_notes.insert(fission_notes.end(), executable.fission.notes.begin(),
+                         executable.fission.notes.end());
     report["plan"]["kernels"] = plan.kernels.size();
     report["device"] = gpu ? options.device : std::string("cpu");
     if (gpu) {

@@ -39,6 +39,47 @@ memory plain_copy(const dnnl::engine& engine, const Tensor& t, const memory::dim
   return m;
 }
 
+// Without VNNI, oneDNN's u8*s8 kernels multiply with vpmaddubsw, which adds the products of
+// two neighbouring weights along the reduction (input channels of one tap; MatMul rows
+// 2j, 2j+1) in int16 with saturation: exact only while |w_a| + |w_b| <= 128
+// (255 * 128 < 32768). ONNX Runtime documents the same limit of these instructions.
+}  // namespace
+
+bool int8_kernels_without_saturation() {
+  const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+  return isa == dnnl::cpu_isa::avx512_core_vnni || isa == dnnl::cpu_isa::avx512_core_bf16 ||
+         isa == dnnl::cpu_isa::avx512_core_amx || isa == dnnl::cpu_isa::avx2_vnni;
+}
+
+namespace {
+
+// Whether some neighbouring pair of weights could saturate an int16 pair sum. `w` is
+// [O, I, kh, kw] (Conv, I per group; depthwise kernels widen to int32 and have no pairs)
+// or [K, N] (MatMul).
+bool pair_sums_may_saturate(const Tensor& w, bool conv, std::int64_t groups) {
+  const std::int8_t* v = w.data<std::int8_t>();
+  const Shape& s = w.shape();
+  auto big = [&](std::int64_t a, std::int64_t b) { return std::abs(v[a]) + std::abs(v[b]) > 128; };
+  if (!conv) {
+    for (std::int64_t k = 0; k + 1 < s[0]; k += 2) {
+      for (std::int64_t n = 0; n < s[1]; ++n) {
+        if (big(k * s[1] + n, (k + 1) * s[1] + n)) return true;
+      }
+    }
+    return false;
+  }
+  if (s[1] == 1 && groups > 1) return false;  // depthwise
+  const std::int64_t taps = s[2] * s[3];
+  for (std::int64_t o = 0; o < s[0]; ++o) {
+    for (std::int64_t i = 0; i + 1 < s[1]; i += 2) {
+      for (std::int64_t t = 0; t < taps; ++t) {
+        if (big((o * s[1] + i) * taps + t, (o * s[1] + i + 1) * taps + t)) return true;
+      }
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 void Int8LinearOp::run(dnnl::stream& stream, const void* x, void* y) {
@@ -72,6 +113,13 @@ std::optional<Int8LinearOp> make_int8_linear(const dnnl::engine& engine, dnnl::s
   const Tensor* bias = conv ? constant(g, n, 8) : nullptr;
   if (!xs || !w || !ws || !ys || w->dtype() != DType::I8 || (conv && n.has_input(8) && !bias)) {
     why = "parameters computed at run time or non-int8 weights";
+    return std::nullopt;
+  }
+  if (!int8_kernels_without_saturation() &&
+      pair_sums_may_saturate(*w, conv, std::max<std::int64_t>(1, n.attr_int("group", 1)))) {
+    why =
+        "this CPU has no VNNI, and oneDNN's u8*s8 kernel would sum these weights in pairs "
+        "in int16 and could saturate (|w_a| + |w_b| > 128)";
     return std::nullopt;
   }
   const TensorInfo& x = g.tensor(n.inputs[0]);

@@ -29,6 +29,12 @@ struct Int8LinearOp {
   std::string describe() const { return "onednn int8 " + implementation; }
 };
 
+// Whether oneDNN's int8 kernels on this CPU (or ONEDNN_MAX_CPU_ISA) have VNNI and so sum
+// u8*s8 products exactly. Without it they add neighbouring products in int16 with
+// saturation (vpmaddubsw); make_int8_linear then refuses weights that could saturate, and
+// callers may prefer fp32 after dequantization for QDQ models (orchid run does).
+bool int8_kernels_without_saturation();
+
 // The primitive for a QLinearConv / QLinearMatMul whose parameters are constants (fission
 // keeps only those), or nullopt with `why` when oneDNN has no int8 kernel for it (the
 // executor then runs the reference kernel and says so).

@@ -15,6 +15,7 @@
 #include "op_test_util.hpp"
 #include "orchestrate/orchestrator.hpp"
 #include "passes/load_model.hpp"
+#include "runtime/int8_linear.hpp"
 #include "runtime/plan_executor.hpp"
 #include "test_config_roots.hpp"
 
@@ -79,8 +80,13 @@ TEST(Int8Linear, QdqModelsMatchOnnxRuntimeOnInt8Kernels) {
     const PlanExecutorStats stats = check_case(dir, true, &notes);
     // Every QDQ Conv/MatMul of these models runs on an int8 kernel; only their Gemm
     // (the classifier) stays in fp32, and the run says so.
-    EXPECT_GE(stats.int8_primitives, 2u);
-    EXPECT_TRUE(stats.int8_fallbacks.empty());
+    // Without VNNI (ONEDNN_MAX_CPU_ISA=AVX2) weights whose int16 pair sums could saturate
+    // run on the reference kernel instead, and say why.
+    EXPECT_GE(stats.int8_primitives + stats.int8_fallbacks.size(), 2u);
+    for (const auto& why : stats.int8_fallbacks) {
+      EXPECT_NE(why.find("no VNNI"), std::string::npos) << why;
+    }
+    if (int8_kernels_without_saturation()) EXPECT_GE(stats.int8_primitives, 2u);
     ASSERT_EQ(notes.size(), 1u);
     EXPECT_NE(notes[0].find("QDQ Gemm runs in fp32 after dequantization"), std::string::npos);
     ++checked;

@@ -86,7 +86,9 @@ TEST(Int8Linear, QdqModelsMatchOnnxRuntimeOnInt8Kernels) {
     for (const auto& why : stats.int8_fallbacks) {
       EXPECT_NE(why.find("no VNNI"), std::string::npos) << why;
     }
-    if (int8_kernels_without_saturation()) EXPECT_GE(stats.int8_primitives, 2u);
+    if (int8_kernels_without_saturation()) {
+      EXPECT_GE(stats.int8_primitives, 2u);
+    }
     ASSERT_EQ(notes.size(), 1u);
     EXPECT_NE(notes[0].find("QDQ Gemm runs in fp32 after dequantization"), std::string::npos);
     ++checked;

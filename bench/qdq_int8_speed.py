@@ -5,7 +5,7 @@ executor in fp32 after dequantization (`--fp32-qdq`), orchid with oneDNN int8 ke
 ONNX Runtime's QDQ run (its own int8 fusion). Prints each one's median over the rounds and
 the ratios. A comparison, not a test: on a shared machine the figures are indicative.
 
-Usage: /work/venv/bin/python bench/qdq_int8_speed.py [--model models/mobilenet_v2.onnx]
+Usage: /work/venv/bin/python bench/qdq_int8_speed.py [--model torchvision:mobilenet_v2|FILE.onnx]
            [--orchid build/orchid] [--rounds 5] [--repeat 10] [--threads 2] [--quick]
 """
 import argparse
@@ -52,7 +52,8 @@ def orchid_ms(orchid, model, inp, extra, repeat, threads):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--model", default=os.path.join(ROOT, "models", "mobilenet_v2.onnx"))
+    p.add_argument("--model", default="torchvision:mobilenet_v2",
+                   help="an fp32 ONNX file, or torchvision:NAME (exported at opset 17, random weights)")
     p.add_argument("--orchid", default=os.path.join(ROOT, "build", "orchid"))
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--repeat", type=int, default=10)
@@ -65,7 +66,17 @@ def main():
     shape = (1, 3, 224, 224)
     with tempfile.TemporaryDirectory() as tmp:
         q = os.path.join(tmp, "qdq.onnx")
-        name = quantize(a.model, q, shape)
+        fp32 = a.model
+        if fp32.startswith("torchvision:"):
+            import torch
+            import torchvision
+            torch.manual_seed(0)
+            net = getattr(torchvision.models, fp32.split(":", 1)[1])(weights=None).eval()
+            fp32 = os.path.join(tmp, "fp32.onnx")
+            with torch.no_grad():
+                torch.onnx.export(net, (torch.randn(*shape),), fp32, opset_version=17,
+                                  input_names=["input"], dynamo=False)
+        name = quantize(fp32, q, shape)
         x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
         inp = os.path.join(tmp, "x.npy")
         np.save(inp, x)

@@ -185,9 +185,27 @@ void fuse_qdq_linear(const Graph& model, std::vector<Node>& nodes, std::vector<s
       notes.push_back(fmt::format("{} '{}': QDQ {} runs in fp32 after dequantization: {}",
                                   lin.op_type, lin.name, lin.op_type, why));
     };
-    const std::string bias = conv ? in(lin, 2) : std::string();
+    std::string bias = conv ? in(lin, 2) : std::string();
+    // Exporters share equal initializers through Identity nodes (e.g. zero biases).
+    while (!bias.empty() && producer.count(bias) && nodes[producer[bias]].op_type == "Identity") {
+      bias = in(nodes[producer[bias]], 0);
+    }
     const Node* db = bias.empty() ? nullptr : dq_of(bias);
     const Tensor* float_bias = bias.empty() || db ? nullptr : constant_of(bias);
+    auto bias_in_accumulator_units = [&](const Node& b, const Node& x, const Tensor* w_scale) {
+      const Tensor* bq = constant_of(in(b, 0));
+      const Tensor* bs = constant_of(in(b, 1));
+      const Tensor* xs = constant_of(in(x, 1));
+      const Tensor* bz = constant_of(in(b, 2));
+      bool ok =
+          bq && bs && xs && w_scale && bq->dtype() == DType::I32 && (!bz || all_equal(*bz, 0.0));
+      for (std::int64_t c = 0; ok && c < bs->numel(); ++c) {
+        const double want =
+            xs->get_as_double(0) * w_scale->get_as_double(w_scale->numel() == 1 ? 0 : c);
+        ok = std::abs(bs->get_as_double(c) - want) <= 1e-6 * want;
+      }
+      return ok;
+    };
     if (!bias.empty() && !db && (!float_bias || float_bias->dtype() != DType::F32)) {
       refuse("the bias is neither a DequantizeLinear of int32 nor a float constant");
       continue;
@@ -220,6 +238,28 @@ void fuse_qdq_linear(const Graph& model, std::vector<Node>& nodes, std::vector<s
     fused.name = lin.name;
     fused.inputs = {in(*dx, 0), in(*dx, 1), in(*dx, 2), in(*dw, 0),
                     in(*dw, 1), in(*dw, 2), in(qn, 1),  in(qn, 2)};
+    // A DequantizeLinear'd bias in other units (e.g. another conv's bias shared through an
+    // Identity) is taken as its float value and quantized again below.
+    Tensor dequantized_bias;
+    if (db && !bias_in_accumulator_units(*db, *dx, ws)) {
+      const Tensor* bq = constant_of(in(*db, 0));
+      const Tensor* bs = constant_of(in(*db, 1));
+      const Tensor* bz = constant_of(in(*db, 2));
+      if (!bq || !bs || bq->shape().size() != 1 ||
+          (bs->numel() != 1 && bs->numel() != bq->numel())) {
+        refuse("the bias's DequantizeLinear parameters are not constants per channel");
+        continue;
+      }
+      dequantized_bias = Tensor(DType::F32, bq->shape());
+      for (std::int64_t c = 0; c < bq->numel(); ++c) {
+        const std::int64_t k = bs->numel() == 1 ? 0 : c;
+        const double zp = bz ? bz->get_as_double(bz->numel() == 1 ? 0 : c) : 0.0;
+        dequantized_bias.data<float>()[c] =
+            static_cast<float>((bq->get_as_double(c) - zp) * bs->get_as_double(k));
+      }
+      float_bias = &dequantized_bias;
+      db = nullptr;
+    }
     if (db) {
       const Tensor* bq = constant_of(in(*db, 0));
       const Tensor* bs = constant_of(in(*db, 1));

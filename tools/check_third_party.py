@@ -225,6 +225,19 @@ def compare_with_ort(path, inputs, outs, variant="opset17"):
             else f"matches ONNX Runtime (max err {worst:.1g}{size}{extra})")
 
 
+def device_cpu_check(orchid, path, cmd, tmp, name):
+    """QDQ rows also run on the CPU plan executor (`--device cpu`: QDQ Conv/MatMul on
+    oneDNN's int8 kernels) and are compared with ONNX Runtime the same way."""
+    outs = os.path.join(tmp, name + ".cpu.out")
+    run = subprocess.run(cmd[:4] + [outs] + cmd[5:] + ["--device", "cpu", "--plan-kind", "optimal"],
+                         capture_output=True, text=True)
+    if run.returncode != 0:
+        return "--device cpu FAILED: " + run.stderr.strip().replace("|", "/")[:200]
+    int8 = [line.split(None, 1)[1] for line in run.stdout.splitlines() if line.startswith("int8 ")]
+    result = compare_with_ort(path, os.path.join(tmp, name + ".in"), outs, "qdq")
+    return f"--device cpu ({int8[0] if int8 else 'no int8 kernels'}): {result}"
+
+
 def match_detections(sess, feed, outs):
     """Detection outputs row-aligned per detection (boxes first): pairs each orchid
     detection with the ONNX Runtime one whose box is nearest and compares every output
@@ -323,6 +336,11 @@ def main():
                     if run.returncode == 0:
                         note = compare_with_ort(path, os.path.join(tmp, name + ".in"), outs,
                                                 variant) if args.ort else ""
+                        if variant == "qdq" and args.ort and family != "recurrent":
+                            note += "; " + device_cpu_check(args.orchid, path, cmd, tmp, name)
+                        elif variant == "qdq" and args.ort:
+                            note += ("; --device cpu not tried (orchestrating the unrolled "
+                                     "two-layer recurrent graph is a known limit)")
                         rows.append((name, "runs", note, f"{wall:.1f} s"))
                     else:
                         rows.append((name, "refused", run.stderr.strip().replace(path, name + ".onnx")

@@ -35,6 +35,7 @@
 #include "profile/cpu_environment.hpp"
 #include "profile/plan_selection.hpp"
 #include "profile/plan_selection_cache.hpp"
+#include "runtime/int8_linear.hpp"
 #include "runtime/plan_executor.hpp"
 #include "util/atomic_file.hpp"
 #include "util/error.hpp"
@@ -70,6 +71,7 @@ struct RunOptions {
   std::string linear_backend = "generated";  // with --device cuda: generated, vendor, auto
   std::string json;                          // the report as JSON ("-": stdout, no text)
   std::string trace;                         // one timed run's kernels as a Chrome trace
+  bool fp32_qdq = false;  // QDQ Conv/MatMul in fp32 after dequantization, not int8 kernels
 };
 
 constexpr const char* kRunPlanKinds[] = {"fastest", "optimal", "operator-level", "per-primitive",
@@ -340,6 +342,7 @@ void run(const RunOptions& options) {
   std::optional<KernelTimes> kernel_times;
   std::string orchestration_report;
   std::optional<double> predicted_ms;
+  std::vector<std::string> fission_notes;  // e.g. a QDQ Conv left in fp32, and why
   if (with_plan) {
     try {
       g.require_static_shapes(fmt::format("'{}': the plan executor", options.model.model));
@@ -374,6 +377,17 @@ void run(const RunOptions& options) {
       const bool select = options.plan_kind == "fastest" && !gpu;
       OrchestrateOptions orchestrate_options;
       if (select) orchestrate_options.k_best = static_cast<std::size_t>(options.k_best);
+      // Without VNNI most quantize_static weights (full int8 range) could saturate
+      // oneDNN's int16 pair sums; fp32 after dequantization is then exact and faster
+      // than the reference kernels the executor would fall back to.
+      // (Generated GPU code has no int8 kernels: QDQ ops stay in fp32 there.)
+      orchestrate_options.int8_linear =
+          !gpu && !options.fp32_qdq && int8_kernels_without_saturation();
+      if (!gpu && !options.fp32_qdq && !int8_kernels_without_saturation()) {
+        fission_notes.push_back(
+            "this CPU has no VNNI (oneDNN's u8*s8 kernels would sum weight pairs in int16 "
+            "and could saturate): QDQ Conv/MatMul run in fp32 after dequantization");
+      }
       orchestration = std::make_unique<Orchestration>(
           orchestrate(plan_graph, *cost_model, orchestrate_options));
       Orchestration& o = *orchestration;
@@ -410,6 +424,7 @@ void run(const RunOptions& options) {
     const Plan& plan = *plan_run;
     const Graph& primitives = fission_run->graph;
     const auto& alternatives = fission_run->alternatives;
+    fission_notes.insert(fission_notes.end(), fission_run->notes.begin(), fission_run->notes.end());
     report["plan"]["kernels"] = plan.kernels.size();
     report["device"] = gpu ? options.device : std::string("cpu");
     if (gpu) {
@@ -552,6 +567,13 @@ void run(const RunOptions& options) {
         static_cast<double>(stats->packed_weight_bytes) / mib,
         static_cast<double>(stats->layout_bytes) / mib);
     report.update(stats_json(*stats));
+    if (stats->int8_primitives > 0) {
+      text += fmt::format("int8     {} quantized Conv/MatMul on oneDNN's int8 kernels\n",
+                          stats->int8_primitives);
+    }
+    for (const auto& why : fission_notes) text += "note     " + why + "\n";
+    for (const auto& why : stats->int8_fallbacks) text += "note     " + why + "\n";
+    report["kernels"]["int8_primitives"] = stats->int8_primitives;
   }
   std::string trace;
   if (kernel_times) {
@@ -630,6 +652,9 @@ Action add_run_command(CLI::App& app) {
       ->default_val("fastest")
       ->check(CLI::IsMember(
           std::vector<std::string>(std::begin(kRunPlanKinds), std::end(kRunPlanKinds))));
+  cmd->add_flag("--fp32-qdq", options->fp32_qdq,
+                "With --device cpu: run QDQ-quantized Conv/MatMul in fp32 after dequantization "
+                "instead of on oneDNN's int8 kernels");
   cmd->add_option("--k-best", options->k_best,
                   "With --plan-kind fastest: how many of the best predicted plans to time")
       ->default_val(3)

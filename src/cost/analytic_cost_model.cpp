@@ -170,6 +170,7 @@ double input_read_bytes(const KernelView& k, const std::string& name) {
 // TF32 for f32 on devices that have it (the FP32 path Korch measured on A100), else the
 // FP32 units.
 MatrixPeak matrix_peak_kind(const Graph& g, const Node& node) {
+  if (node.op_type == "QLinearConv" || node.op_type == "QLinearMatMul") return MatrixPeak::Int8;
   bool all_f16 = true;
   for (std::size_t j = 0; j < std::min<std::size_t>(node.inputs.size(), 2); ++j) {
     if (!node.has_input(j) || !g.has_tensor(node.inputs[j])) continue;
@@ -179,6 +180,8 @@ MatrixPeak matrix_peak_kind(const Graph& g, const Node& node) {
 }
 
 double matrix_peak_gflops(MatrixPeak kind, const DeviceSpec& d) {
+  // int8 linear primitives: the device's int8 rate, else (no int8 figure) its fp32 one.
+  if (kind == MatrixPeak::Int8) return d.peak_int8_gops > 0 ? d.peak_int8_gops : d.peak_fp32_gflops;
   if (kind == MatrixPeak::Fp16 && d.peak_fp16_gflops > 0) return d.peak_fp16_gflops;
   if (kind != MatrixPeak::Fp32 && d.peak_tf32_gflops > 0) return d.peak_tf32_gflops;
   return d.peak_fp32_gflops;
@@ -211,6 +214,15 @@ class AnalyticCostModel final : public CostModel {
 }  // namespace
 
 bool linear_gemm_shape(const Graph& g, const Node& node, GemmShape& s) {
+  if (node.op_type == "QLinearConv" || node.op_type == "QLinearMatMul") {
+    if (node.inputs.size() < 4) return false;
+    Node as_float;  // the same GEMM as the float op on (x, w)
+    as_float.op_type = node.op_type == "QLinearConv" ? "Conv" : "MatMul";
+    as_float.inputs = {node.inputs[0], node.inputs[3]};
+    as_float.outputs = node.outputs;
+    as_float.attributes = node.attributes;
+    return linear_gemm_shape(g, as_float, s);
+  }
   const std::string& op = node.op_type;
   if (node.inputs.size() < 2 || node.outputs.empty()) return false;
   const Shape* a = typed_shape(g, node.inputs[0]);

@@ -29,7 +29,7 @@ KernelCost analytic_kernel_cost(const KernelView& kernel, const DeviceSpec& devi
 
 // Which peak a linear op runs at: FP16 tensor cores, TF32 tensor cores, FP32 units
 // (resolved against the device when costed, falling back as matrix_peak does).
-enum class MatrixPeak { Fp16, Tf32, Fp32 };
+enum class MatrixPeak { Fp16, Tf32, Fp32, Int8 };
 
 // What analytic_kernel_cost() derives from the graph, before any throughput figure
 // (launch overhead, bandwidth, peaks, efficiencies, transcendental cost) is applied.

@@ -28,6 +28,7 @@ class TableReader {
       : table_(table), file_(std::move(file)), prefix_(std::move(prefix)) {}
 
   std::string key_name(const std::string& key) const { return prefix_ + key; }
+  bool has(const std::string& key) const { return table_.get(key) != nullptr; }
 
   const toml::node& require(const std::string& key) {
     used_.insert(key);
@@ -165,6 +166,7 @@ DeviceSpec parse_device_spec(const std::string& content, const std::string& file
   spec.peak_fp32_gflops = top.positive("peak_fp32_gflops");
   spec.peak_tf32_gflops = top.positive("peak_tf32_gflops", true);
   spec.peak_fp16_gflops = top.positive("peak_fp16_gflops", true);
+  spec.peak_int8_gops = top.has("peak_int8_gops") ? top.positive("peak_int8_gops", true) : 0.0;
   spec.l2_bytes = top.positive("l2_bytes");
   spec.compute_units = top.integer("compute_units", 1);
   spec.launch_overhead_us = top.positive("launch_overhead_us", true);

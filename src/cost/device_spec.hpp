@@ -60,6 +60,7 @@ struct DeviceSpec {
   double peak_fp32_gflops = 0;         // CUDA-core / SIMD FP32 peak
   double peak_tf32_gflops = 0;         // tensor-core TF32 (0 if none)
   double peak_fp16_gflops = 0;         // tensor-core FP16 (0 if none)
+  double peak_int8_gops = 0;           // int8 multiply-add rate, GOP/s (0: priced as fp32)
   double l2_bytes = 0;                 // last-level cache
   int compute_units = 0;               // SMs or cores
   double launch_overhead_us = 0;       // per kernel launch

@@ -47,6 +47,9 @@ std::string device_spec_to_toml(const DeviceSpec& d, const std::string& header) 
   out += fmt::format("peak_fp32_gflops = {}  # GFLOP/s\n", number(d.peak_fp32_gflops));
   out += fmt::format("peak_tf32_gflops = {}  # GFLOP/s\n", number(d.peak_tf32_gflops));
   out += fmt::format("peak_fp16_gflops = {}  # GFLOP/s\n", number(d.peak_fp16_gflops));
+  if (d.peak_int8_gops > 0) {
+    out += fmt::format("peak_int8_gops = {}  # GOP/s\n", number(d.peak_int8_gops));
+  }
   out += fmt::format("l2_bytes = {}  # bytes\n", number(d.l2_bytes));
   out += fmt::format("compute_units = {}\n", d.compute_units);
   out += fmt::format("launch_overhead_us = {}  # us\n", number(d.launch_overhead_us));

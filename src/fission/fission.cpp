@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "fission/primitive.hpp"
+#include "fission/qdq_linear.hpp"
 #include "fission/rule.hpp"
 #include "util/error.hpp"
 
@@ -161,6 +162,12 @@ FissionResult fission(const Graph& model, const FissionOptions& options) {
       state.node_names.insert(name);
     }
     nodes.push_back(std::move(node));
+  }
+
+  if (options.int8_linear) {
+    std::map<std::string, Tensor> int8_biases;
+    fuse_qdq_linear(model, nodes, result.notes, int8_biases);
+    for (auto& [name, value] : int8_biases) g.set_constant(name, std::move(value));
   }
 
   const RuleTable& rules = rule_table();

@@ -14,6 +14,9 @@ struct FissionOptions {
   // Also emit, next to softmax(X)·V, the reassociated form exp(X-max)·[V|1] followed by
   // a divide, as an alternative the optimizer may choose (see FissionResult).
   bool softmax_matmul_alternative = true;
+  // Rewrite QDQ-wrapped Conv/MatMul into int8 linear primitives (QLinearConv /
+  // QLinearMatMul, fission/qdq_linear.hpp); false keeps them in fp32 after dequantization.
+  bool int8_linear = true;
 };
 
 struct FissionResult {
@@ -24,6 +27,8 @@ struct FissionResult {
   // of the main graph it equals. Consumers may read either. The alternative's nodes are
   // in `graph` too; nothing in the main graph reads the alternative tensors.
   std::map<std::string, std::string> alternatives;
+  // What the caller should tell the user (e.g. a QDQ Conv that stays in fp32, and why).
+  std::vector<std::string> notes;
 };
 
 // `model` must be typed and valid (load_model's result). Ops without a rule that are

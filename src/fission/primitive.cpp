@@ -40,7 +40,11 @@ bool is_primitive(const Node& node) {
   if (!traits.primitive) return false;
   // Binary only (Max and Min are variadic in ONNX); linear ops without their bias.
   if (traits.fused.kind == FusedForm::Kind::Binary && node.inputs.size() != 2) return false;
-  if (traits.primitive == PrimitiveClass::Linear && node.has_input(2)) return false;
+  // (QLinearConv's int32 bias is part of the int8 primitive: its requantization needs it.)
+  if (traits.primitive == PrimitiveClass::Linear && node.has_input(2) &&
+      node.op_type.rfind("QLinear", 0) != 0) {
+    return false;
+  }
   if (present_outputs(node) != 1 || node.outputs.empty() || node.outputs[0].empty()) return false;
   return true;
 }

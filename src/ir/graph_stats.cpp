@@ -20,6 +20,15 @@ const Shape* shape_of(const Graph& g, const std::string& name) {
 }  // namespace
 
 std::int64_t node_flops(const Graph& g, const Node& node) {
+  if (node.op_type == "QLinearConv" || node.op_type == "QLinearMatMul") {
+    // The integer multiply-adds of the float op on the same operands (x, w), no bias.
+    Node as_float;
+    as_float.op_type = node.op_type == "QLinearConv" ? "Conv" : "MatMul";
+    as_float.inputs = {node.inputs[0], node.inputs.size() > 3 ? node.inputs[3] : ""};
+    as_float.outputs = node.outputs;
+    as_float.attributes = node.attributes;
+    return node_flops(g, as_float);
+  }
   const std::string& op = node.op_type;
   const std::int64_t out = node.outputs.empty() ? 0 : numel_of(g, node.outputs[0]);
   const std::int64_t in = node.inputs.empty() ? 0 : numel_of(g, node.inputs[0]);

@@ -234,6 +234,7 @@ Orchestration orchestrate(const Graph& model, const CostModel& cost_model,
   out.device = cost_model.describe();
   FissionOptions fission_options;
   fission_options.softmax_matmul_alternative = options.softmax_matmul_alternative;
+  fission_options.int8_linear = options.int8_linear;
   out.fission = fission(model, fission_options);
   Graph& g = out.fission.graph;
   {

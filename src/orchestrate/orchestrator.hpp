@@ -18,6 +18,7 @@ struct OrchestrateOptions {
   std::size_t region_target_size = 48;  // primitives per region before the next cut
   double time_limit_s = 60;             // for all BLPs together
   bool softmax_matmul_alternative = true;
+  bool int8_linear = true;  // FissionOptions::int8_linear (QDQ Conv/MatMul as int8 primitives)
   // Plans to rank by predicted cost (Orchestration::ranked): the optimum, then the next
   // best distinct selections (no-good cuts on each region's earlier selections).
   std::size_t k_best = 1;

@@ -27,6 +27,10 @@ bool all_inputs_constant(const Graph& graph, const Node& node) {
 bool can_fold(const Graph& graph, const Node& node, const StaticGraphOptions& options) {
   if (node.outputs.empty()) return false;
   if (depends_only_on_shapes(node)) return true;
+  // A DequantizeLinear of a constant (a QDQ model's weights) stays, so fission sees the
+  // int8 weights and their scales of a quantized Conv/MatMul (fission/qdq_linear.hpp);
+  // fission folds it itself where the op stays in float.
+  if (node.op_type == "DequantizeLinear") return false;
   if (!all_inputs_constant(graph, node)) return false;
   std::int64_t elements = 0;
   for (const auto& out : node.outputs) {

@@ -89,6 +89,10 @@ KeptLayouts choose_channels_last(std::vector<std::vector<Stage>>& kernels, const
                        for (const auto& t : l.loop->writes()) uses.add(t, LayoutUse::LoopWrite);
                      },
                      [&](UnaryDnnlStage& u) { add_unary_uses(u, graph, engine, uses, wanted); },
+                     [&](Int8LinearStage& q) {  // int8 tensors stay plain in the arena
+                       plain_reads(q.read_names);
+                       uses.add(q.write_name, LayoutUse::Plain);
+                     },
                      [&](ReferenceStage& r) {
                        plain_reads(r.read_names);
                        plain_reads(r.node->outputs);

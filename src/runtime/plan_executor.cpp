@@ -112,6 +112,10 @@ struct PlanExecutor::Impl {
                      }
                      l.loop->run(l.read_ptrs, l.write_ptrs);
                    },
+                   [&](Int8LinearStage& q) {
+                     q.op.run(stream, memory.address(q.x), memory.mutable_address(q.y));
+                     stream.wait();
+                   },
                    [&](ReferenceStage& r) {
                      for (const auto& [view, input] : r.rebound) {
                        r.in_views[view].rebind(const_cast<std::byte*>(memory.input_address(input)));
@@ -159,6 +163,7 @@ struct PlanExecutor::Impl {
                             },
                             [](const LoopStage&) { return std::string("fused loop"); },
                             [](const UnaryDnnlStage& u) { return "onednn " + u.op.implementation; },
+                            [](const Int8LinearStage& q) { return q.op.describe(); },
                             [](const ReferenceStage& r) {
                               return (r.block_copies ? "copies " : "reference ") + r.node->op_type;
                             },

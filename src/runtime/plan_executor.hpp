@@ -47,6 +47,9 @@ struct PlanExecutorStats {
   std::int64_t layout_bytes = 0;         // their blocked source/result copies (one pool)
   std::int64_t packed_weight_bytes = 0;  // weights reordered once into oneDNN's layout
   std::size_t stored_layout_loops = 0;   // fused loops reading or writing such layouts in place
+
+  std::size_t int8_primitives = 0;          // QLinearConv/QLinearMatMul on oneDNN's int8 kernels
+  std::vector<std::string> int8_fallbacks;  // those on their reference kernel, and why
   std::int64_t peak_bytes() const {
     return arena_bytes + scratch_bytes + loop_scratch_bytes + weight_bytes + layout_bytes +
            packed_weight_bytes;

@@ -13,6 +13,7 @@
 #include "eval/reference/reference_kernels.hpp"
 #include "runtime/epilogue_matcher.hpp"
 #include "runtime/fused/fused_loop.hpp"
+#include "runtime/int8_linear.hpp"
 #include "runtime/memory_plan.hpp"
 #include "runtime/onednn_linear.hpp"
 #include "runtime/onednn_pool_resample.hpp"
@@ -64,6 +65,15 @@ struct ReferenceStage {
   std::vector<std::pair<std::size_t, std::size_t>> rebound;  // in_views[i] <- input k
 };
 
-using Stage = std::variant<LinearStage, LoopStage, UnaryDnnlStage, ReferenceStage>;
+// An int8 linear primitive (QLinearConv / QLinearMatMul) on oneDNN's int8 kernels.
+struct Int8LinearStage {
+  const Node* node = nullptr;
+  Int8LinearOp op;
+  std::vector<std::string> read_names;  // arena names of what it reads (x)
+  std::string write_name;
+  Location x, y;
+};
+
+using Stage = std::variant<LinearStage, LoopStage, UnaryDnnlStage, ReferenceStage, Int8LinearStage>;
 
 }  // namespace orchid

@@ -84,6 +84,21 @@ Stage StageBuilder::single_node_stage(const Node& n, KernelPlaces& places) {
   for (const auto& t : n.inputs) {
     if (!t.empty()) reads.push_back(places.arena_name(t));
   }
+  if (n.op_type == "QLinearConv" || n.op_type == "QLinearMatMul") {
+    std::string why;
+    dnnl::stream stream(engine_);
+    if (auto q = make_int8_linear(engine_, stream, graph_, n, why)) {
+      ++stats_.int8_primitives;
+      return Int8LinearStage{&n,
+                             std::move(*q),
+                             std::move(reads),
+                             n.outputs[0],
+                             place(places, n.inputs[0]),
+                             place(places, n.outputs[0])};
+    }
+    stats_.int8_fallbacks.push_back(
+        fmt::format("{}: runs on its reference kernel: {}", n.describe(), why));
+  }
   std::optional<UnaryDnnlOp> op = make_pool(engine_, graph_, n);
   if (!op) op = make_resample(engine_, graph_, n);
   if (op) {

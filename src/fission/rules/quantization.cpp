@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "eval/reference_interpreter.hpp"
+#include "fission/qdq_linear.hpp"
 #include "fission/rule.hpp"
 #include "ir/ops/quantization_params.hpp"
 
@@ -49,11 +51,21 @@ bool all_zero(const Tensor* t) {
   return true;
 }
 
+// A Q/DQ node of constants becomes the constant its reference kernel computes.
+void fold_constant_node(RuleContext& ctx) {
+  std::vector<const Tensor*> values;
+  for (const auto& in : ctx.node().inputs) {
+    values.push_back(in.empty() ? nullptr : ctx.constant_value(in));
+  }
+  std::vector<Tensor> result = run_reference_node(ctx.model(), ctx.node(), values);
+  ctx.graph().set_constant(ctx.output(0), std::move(result.at(0)));
+}
+
 void quantize_linear(RuleContext& ctx) {
   const std::string x = ctx.input(0);
   const DType to = ctx.model().tensor(ctx.output(0)).dtype;
-  if (ctx.constant_value(x)) {  // a weight: emit folds it through the reference kernel
-    ctx.emit("QuantizeLinear", ctx.node().inputs, ctx.node().attributes, "", ctx.output(0));
+  if (ctx.constant_value(x)) {  // a weight: folded through the reference kernel
+    fold_constant_node(ctx);
     return;
   }
   const std::string s = broadcast_param(ctx, x, 1, "scale");
@@ -84,8 +96,8 @@ void dequantize_linear(RuleContext& ctx) {
   const std::string x = ctx.input(0);
   const auto& floats = ctx.state().quantized_as_float;
   const auto it = floats.find(x);
-  if (it == floats.end() && ctx.constant_value(x)) {
-    ctx.emit("DequantizeLinear", ctx.node().inputs, ctx.node().attributes, "", ctx.output(0));
+  if (it == floats.end() && ctx.constant_value(x)) {  // a weight (make_static keeps these)
+    fold_constant_node(ctx);
     return;
   }
   std::string v = it != floats.end() ? it->second : ctx.cast(x, DType::F32, "to_float");
@@ -161,7 +173,22 @@ void matmul_integer(RuleContext& ctx) {
   ctx.cast(ctx.emit("MatMul", {af, bf}, {}, "matmul"), DType::I32, "", ctx.output(0));
 }
 
+// QLinearConv / QLinearMatMul that oneDNN's int8 kernels compute stay one int8 linear
+// primitive; the rest become float primitives below.
+bool keep_int8_linear(RuleContext& ctx) {
+  std::string why;
+  if (!int8_linear_eligible(
+          ctx.node(),
+          [&](const std::string& t) { return t.empty() ? nullptr : ctx.constant_value(t); },
+          [&](const std::string& t) -> const Shape& { return ctx.shape(t); }, why)) {
+    return false;
+  }
+  ctx.pass_through();
+  return true;
+}
+
 void qlinear_matmul(RuleContext& ctx) {
+  if (keep_int8_linear(ctx)) return;
   const Shape& a = ctx.shape(ctx.input(0));
   const Shape& b = ctx.shape(ctx.input(3));
   const std::int64_t rows = a.size() >= 2 ? a[a.size() - 2] : 1;
@@ -184,6 +211,7 @@ void conv_integer(RuleContext& ctx) {
 }
 
 void qlinear_conv(RuleContext& ctx) {
+  if (keep_int8_linear(ctx)) return;
   const Shape& w = ctx.shape(ctx.input(3));
   const std::string xf = centered_float(ctx, 0, 2, 1, {}, "x");
   const std::string wf = centered_float(ctx, 3, 5, 4, leading(w[0], w.size()), "w");

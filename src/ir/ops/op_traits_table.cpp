@@ -44,11 +44,15 @@ void primitive_classes(OpSchemaTable& table) {
            [](OpTraits& t) { t.primitive = PrimitiveClass::Layout; });
   for_each(table, {"MatMul", "Conv", "ConvTranspose"},
            [](OpTraits& t) { t.primitive = PrimitiveClass::Linear; });
+  // int8 linear primitives (fission keeps those oneDNN's int8 kernels compute).
+  for_each(table, {"QLinearConv", "QLinearMatMul"},
+           [](OpTraits& t) { t.primitive = PrimitiveClass::Linear; });
 }
 
 void access_patterns(OpSchemaTable& table) {
   auto access = [](AccessPattern a) { return [a](OpTraits& t) { t.access = a; }; };
-  for_each(table, {"MatMul", "Gemm", "Conv", "ConvTranspose"}, access(AccessPattern::Linear));
+  for_each(table, {"MatMul", "Gemm", "Conv", "ConvTranspose", "QLinearConv", "QLinearMatMul"},
+           access(AccessPattern::Linear));
   for_each(table,
            {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
             "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp", "ArgMax", "ArgMin",

@@ -43,6 +43,7 @@ Tensor slice_axis(const Tensor& t, int axis, std::int64_t begin, std::int64_t en
   const std::int64_t extent = shape[axis];
   shape[axis] = end - begin;
   Tensor out(t.dtype(), shape);
+  if (end == begin) return out;  // an empty block (more ranks than rows): nothing to copy
   for (std::int64_t o = 0; o < s.outer; ++o) {
     std::memcpy(out.raw() + o * (end - begin) * s.inner_bytes,
                 t.raw() + (o * extent + begin) * s.inner_bytes, (end - begin) * s.inner_bytes);
@@ -61,6 +62,7 @@ Tensor concat_axis(const std::vector<Tensor>& parts, int axis) {
   std::int64_t offset = 0;
   for (const Tensor& p : parts) {
     const std::int64_t n = p.shape()[axis];
+    if (n == 0) continue;  // an empty block has no buffer to copy from
     for (std::int64_t o = 0; o < s.outer; ++o) {
       std::memcpy(out.raw() + (o * total + offset) * s.inner_bytes, p.raw() + o * n * s.inner_bytes,
                   n * s.inner_bytes);

@@ -243,8 +243,10 @@ class InferenceSession:
     """Runs a model on the CPU, like onnxruntime.InferenceSession.
 
     device="cpu": the plan executor (oneDNN + fused loops) runs `plan` (a Plan, plan
-    JSON text or a .json path), by default the optimal plan orchestrated for the CPU
-    cost model, as `orchid run --device cpu` does. device="reference": the reference
+    JSON text or a .json path). By default it runs what `orchid run --device cpu` runs:
+    the 3 best plans for the CPU cost model and greedy fusion are timed end to end on
+    this machine (about 2 s, once: the choice is cached per model, machine and thread
+    count beside the profile database) and the fastest is kept; `.plan.kind` says which. device="reference": the reference
     interpreter (any model, including data-dependent shapes). threads: OpenMP threads
     for each run (default: all cores)."""
 
@@ -262,17 +264,19 @@ class InferenceSession:
         self._model = _ModelFile(path_or_bytes)
         if device == "cpu":
             if plan is None:
-                plan = orchestrate(self._model.path, device="cpu", dims=dims, shapes=shapes)
+                pass  # chosen natively, as `orchid run` chooses (see the class doc)
             elif isinstance(plan, (str, os.PathLike)):
                 plan = Plan.from_json(plan, model=self._model.path, dims=dims, shapes=shapes)
             elif not isinstance(plan, Plan):
                 raise Error(f"plan must be an orchid.Plan, plan JSON or a path, got "
                             f"{type(plan).__name__}")
-        self._plan = plan
+        engine = "reference" if device == "reference" else "plan" if plan is not None else "fastest"
         self._native = _orchid.Session(
-            self._model.path, "plan" if device == "cpu" else "reference",
-            plan.to_json() if plan is not None else None, _dims(dims), _shapes(shapes),
-            threads or 0)
+            self._model.path, engine, plan.to_json() if plan is not None else None, _dims(dims),
+            _shapes(shapes), threads or 0, config_dirs())
+        if engine == "fastest":
+            plan = Plan(self._native.plan_json(), model=self._model.path, dims=dims, shapes=shapes)
+        self._plan = plan
         self._device = device
 
     @property

@@ -13,8 +13,17 @@
 
 #include "bindings.hpp"
 
+#include "cost/cost_model.hpp"
+#include "cost/device_spec.hpp"
+#include "eval/random_inputs.hpp"
 #include "orchestrate/executable_plan.hpp"
+#include "orchestrate/orchestrator.hpp"
+#include "orchestrate/plan_export.hpp"
 #include "passes/load_model.hpp"
+#include "profile/cpu_environment.hpp"
+#include "profile/plan_selection.hpp"
+#include "profile/plan_selection_cache.hpp"
+#include "runtime/int8_linear.hpp"
 #include "runtime/plan_executor.hpp"
 #include "util/error.hpp"
 
@@ -33,8 +42,9 @@ class Session {
   Session(const std::string& model, const std::string& engine,
           const std::optional<std::string>& plan_json,
           const std::map<std::string, std::int64_t>& dims,
-          const std::map<std::string, std::vector<std::int64_t>>& shapes, int threads)
-      : model_(model), threads_(threads) {
+          const std::map<std::string, std::vector<std::int64_t>>& shapes, int threads,
+          const std::vector<std::string>& config_dirs)
+      : model_(model), threads_(threads > 0 ? threads : available_cores()) {
     if (threads < 0) fail("threads must be positive, got {}", threads);
     py::gil_scoped_release release;
     loaded_ = load_model(model, import_options(dims, shapes));
@@ -46,12 +56,18 @@ class Session {
           import_plan(g, *plan_json, fmt::format("the plan for '{}'", model)));
       executor_ = std::make_unique<PlanExecutor>(plan_->fission.graph, plan_->plan,
                                                  plan_->fission.alternatives);
+      plan_json_ = plan_json;
+    } else if (engine == "fastest") {
+      choose_plan(config_dirs);
     } else if (engine == "reference") {
       interpreter_ = std::make_unique<ReferenceInterpreter>(g);
     } else {
       internal_error("Session: unknown engine '{}'", engine);
     }
   }
+
+  // The plan the executor runs, as plan JSON (None for the reference interpreter).
+  std::optional<std::string> plan_json() const { return plan_json_; }
 
   py::list inputs() const {
     py::list out;
@@ -100,7 +116,7 @@ class Session {
       py::gil_scoped_release release;
       // One run at a time per session: the executor's arena is shared state.
       std::lock_guard<std::mutex> lock(mutex_);
-      if (threads_ > 0) omp_set_num_threads(threads_);
+      omp_set_num_threads(threads_);  // per session: another may have set fewer
       results = executor_ ? executor_->run(inputs) : interpreter_->run(inputs);
     }
     py::list out;
@@ -109,12 +125,41 @@ class Session {
   }
 
  private:
+  // What `orchid run --device cpu` does by default: orchestrate for the CPU cost model
+  // keeping the 3 best plans, time them and greedy fusion end to end (or reuse the
+  // choice cached for this model and machine), and run the fastest on its warm executor.
+  void choose_plan(const std::vector<std::string>& config_dirs) {
+    const Graph& g = loaded_.graph;
+    g.require_static_shapes(fmt::format("'{}': the plan executor", model_));
+    const auto cost_model =
+        make_analytic_cost_model(load_device_spec("cpu", config_roots(config_dirs)));
+    OrchestrateOptions options;
+    options.k_best = 3;
+    options.int8_linear = int8_kernels_without_saturation();
+    // Kept whole: the selection's warm executor reads its primitive graph and plans.
+    orchestration_ = std::make_unique<Orchestration>(orchestrate(g, *cost_model, options));
+    const Orchestration& o = *orchestration_;
+    omp_set_num_threads(threads_);
+    PlanChoiceOptions co;
+    co.k_best = static_cast<int>(options.k_best);
+    PlanChoice choice =
+        choose_fastest_plan(model_, g, o.fission, plan_candidates(o), make_random_inputs(g, 1), co);
+    plan_json_ = plan_to_json(o, *choice.plan, model_);
+    executor_ = std::move(choice.selection.fastest_executor);  // none when the choice was cached
+    if (!executor_) {
+      executor_ =
+          std::make_unique<PlanExecutor>(o.fission.graph, *choice.plan, o.fission.alternatives);
+    }
+  }
+
   std::string model_;
-  int threads_ = 0;
+  int threads_ = 0;  // OpenMP threads for its runs (default: the cores it may use)
   LoadedModel loaded_;
-  std::unique_ptr<ExecutablePlan> plan_;  // before the executor, which reads it
+  std::unique_ptr<ExecutablePlan> plan_;          // before the executor, which reads it
+  std::unique_ptr<Orchestration> orchestration_;  // likewise (the chosen plan's source)
   std::unique_ptr<PlanExecutor> executor_;
   std::unique_ptr<ReferenceInterpreter> interpreter_;
+  std::optional<std::string> plan_json_;
   std::mutex mutex_;
 };
 
@@ -124,9 +169,11 @@ void bind_session(py::module_& m) {
   py::class_<Session>(m, "Session")
       .def(py::init<const std::string&, const std::string&, const std::optional<std::string>&,
                     const std::map<std::string, std::int64_t>&,
-                    const std::map<std::string, std::vector<std::int64_t>>&, int>(),
+                    const std::map<std::string, std::vector<std::int64_t>>&, int,
+                    const std::vector<std::string>&>(),
            py::arg("model"), py::arg("engine"), py::arg("plan_json"), py::arg("dims"),
-           py::arg("shapes"), py::arg("threads"))
+           py::arg("shapes"), py::arg("threads"), py::arg("config_dirs"))
+      .def("plan_json", &Session::plan_json)
       .def("inputs", &Session::inputs)
       .def("outputs", &Session::outputs)
       .def("run", &Session::run, py::arg("output_names"), py::arg("feed"));

@@ -1,6 +1,8 @@
 """InferenceSession: numpy in and out, equal to the reference interpreter and to
 `orchid run`, and errors with the CLI's messages."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -37,7 +39,7 @@ def test_inputs_outputs_and_plan():
     (y,) = sess.get_outputs()
     assert (y.name, y.shape, y.type) == ("probs", [4, 10], "float32")
     assert isinstance(sess.plan, orchid.Plan)
-    assert "of cpu" in sess.plan.device and sess.plan.kind == "optimal"
+    assert "of cpu" in sess.plan.device and sess.plan.kind
     assert orchid.InferenceSession(model("tiny_mlp"), device="reference").plan is None
 
 
@@ -103,3 +105,18 @@ def test_errors_carry_the_cli_message(tmp_path):
                                                                            device="cpu"))
     assert issubclass(orchid.Error, Exception)
     assert not issubclass(orchid.InternalError, orchid.Error)
+
+
+def test_default_plan_is_what_orchid_run_chooses(tmp_path, monkeypatch):
+    # Both time the same candidates (or reuse the choice cached for this model and
+    # machine), so a session runs the plan `orchid run` runs.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    sess = orchid.InferenceSession(model("tiny_conv"))
+    (cache,) = (tmp_path / "cache").rglob("plan-choices-cpu.json")
+    entries = json.loads(cache.read_text())["entries"]
+    assert [e["chosen"] for e in entries.values()] == [sess.plan.kind]
+    report = json.loads(run_cli("run", model("tiny_conv"), "--device", "cpu", "--json", "-").stdout)
+    assert report["selection"]["chosen"] == sess.plan.kind
+    assert report["selection"]["cached"] == str(cache)
+    again = orchid.InferenceSession(model("tiny_conv"))
+    assert again.plan.kind == sess.plan.kind and again.plan.kernels == sess.plan.kernels

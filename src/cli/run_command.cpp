@@ -187,59 +187,31 @@ std::string describe_selection(const PlanSelection& s) {
   return out + fmt::format(" -> {}\n", s.trials[s.fastest].kind);
 }
 
-// The cache key of a plan selection: everything its answer depends on.
-PlanSelectionKey selection_key(const RunOptions& options, const Graph& g,
-                               const std::vector<const Plan*>& candidates) {
-  std::string shapes;
-  for (const auto& name : g.inputs) {
-    const TensorInfo& info = g.tensor(name);
-    shapes += fmt::format("{} {} {};", name, dtype_name(info.dtype), shape_to_string(info.shape));
-  }
-  PlanSelectionKey key;
-  key.model = model_content_hash(options.model.model, shapes);
-  key.candidates = candidates_hash(candidates);
-  key.isa = effective_cpu_isa();
-  key.threads = cpu_threads();
-  key.settings = fmt::format("orchid {}; {} costs{}; k-best {}; select-seconds {}", ORCHID_VERSION,
-                             options.cost.profile ? "measured" : "analytic",
-                             options.cost.profile ? " " + options.cost.profile_db : "",
-                             options.k_best, options.select_seconds);
-  return key;
-}
-
 // --plan-kind fastest: the candidate plans timed end to end (or the choice cached for the
 // same key), the fastest returned; its warm executor, when timed now, in `executor`.
 const Plan* select_plan(const RunOptions& options, const Graph& g, const Orchestration& o,
                         const std::vector<const Plan*>& candidates, const TensorMap& feed,
                         std::string& text, nlohmann::json& report,
                         std::unique_ptr<PlanExecutor>& executor) {
-  const PlanSelectionKey key = selection_key(options, g, candidates);
-  std::string cache;
-  try {
-    cache = default_plan_choice_path("cpu");
-  } catch (const Error&) {  // no HOME nor XDG_CACHE_HOME: no cache, time every run
-  }
-  if (!cache.empty() && !options.reselect) {
-    if (const auto cached = find_plan_choice(cache, key)) {
-      for (const Plan* p : candidates) {
-        if (p->kind != cached->chosen) continue;
-        std::string timed;
-        for (const PlanTrial& t : cached->trials) {
-          timed += fmt::format("{}{} {:.3g}", timed.empty() ? "" : ", ", t.kind, t.median_ms);
-        }
-        text += fmt::format(
-            "select   reused the choice cached in {}: {} (timed then, median ms: {}; "
-            "--reselect times the candidates again)\n",
-            cache, p->kind, timed);
-        report["selection"] = {{"cached", cache}, {"chosen", p->kind}};
-        return p;
-      }
+  PlanChoiceOptions co;
+  co.budget_seconds = options.select_seconds;
+  co.k_best = options.k_best;
+  co.costs = options.cost.profile ? "measured " + options.cost.profile_db : "analytic";
+  co.reselect = options.reselect;
+  PlanChoice choice = choose_fastest_plan(options.model.model, g, o.fission, candidates, feed, co);
+  if (choice.reused) {
+    std::string timed;
+    for (const PlanTrial& t : choice.reused->trials) {
+      timed += fmt::format("{}{} {:.3g}", timed.empty() ? "" : ", ", t.kind, t.median_ms);
     }
+    text += fmt::format(
+        "select   reused the choice cached in {}: {} (timed then, median ms: {}; "
+        "--reselect times the candidates again)\n",
+        choice.cache, choice.plan->kind, timed);
+    report["selection"] = {{"cached", choice.cache}, {"chosen", choice.plan->kind}};
+    return choice.plan;
   }
-  PlanSelectionOptions so;
-  so.budget_seconds = options.select_seconds;
-  PlanSelection selection =
-      select_fastest_plan(o.fission.graph, o.fission.alternatives, candidates, feed, so);
+  const PlanSelection& selection = choice.selection;
   text += describe_selection(selection);
   nlohmann::json trials = nlohmann::json::array();
   for (const PlanTrial& t : selection.trials) {
@@ -251,12 +223,10 @@ const Plan* select_plan(const RunOptions& options, const Graph& g, const Orchest
   report["selection"] = {{"seconds", selection.seconds},
                          {"rounds", selection.rounds},
                          {"candidates", trials},
-                         {"chosen", selection.trials[selection.fastest].kind}};
-  if (!cache.empty()) {
-    if (store_plan_choice(cache, key, selection)) report["selection"]["stored"] = cache;
-  }
-  executor = std::move(selection.fastest_executor);
-  return candidates[selection.fastest];
+                         {"chosen", choice.plan->kind}};
+  if (choice.stored) report["selection"]["stored"] = choice.cache;
+  executor = std::move(choice.selection.fastest_executor);
+  return choice.plan;
 }
 
 nlohmann::json stats_json(const PlanExecutorStats& s) {

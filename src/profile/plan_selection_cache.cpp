@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "profile/cpu_environment.hpp"
 #include "profile/profile_db.hpp"
 #include "util/atomic_file.hpp"
 #include "util/random.hpp"
@@ -146,6 +147,49 @@ bool store_plan_choice(const std::string& path, const PlanSelectionKey& key,
   } catch (const std::exception&) {
     return false;
   }
+}
+
+PlanChoice choose_fastest_plan(const std::string& model_path, const Graph& model_graph,
+                               const FissionResult& fission,
+                               const std::vector<const Plan*>& candidates, const TensorMap& feed,
+                               const PlanChoiceOptions& options) {
+  if (candidates.empty()) internal_error("choose_fastest_plan: no candidate plans");
+  // The key: everything the answer depends on.
+  std::string shapes;
+  for (const auto& name : model_graph.inputs) {
+    const TensorInfo& info = model_graph.tensor(name);
+    shapes += fmt::format("{} {} {};", name, dtype_name(info.dtype), shape_to_string(info.shape));
+  }
+  PlanSelectionKey key;
+  key.model = model_content_hash(model_path, shapes);
+  key.candidates = candidates_hash(candidates);
+  key.isa = effective_cpu_isa();
+  key.threads = cpu_threads();
+  key.settings = fmt::format("orchid {}; {} costs; k-best {}; select-seconds {}", ORCHID_VERSION,
+                             options.costs, options.k_best, options.budget_seconds);
+  PlanChoice out;
+  if (options.use_cache) {
+    try {
+      out.cache = default_plan_choice_path("cpu");
+    } catch (const Error&) {  // no HOME nor XDG_CACHE_HOME: no cache, time every run
+    }
+  }
+  if (!out.cache.empty() && !options.reselect) {
+    if (auto cached = find_plan_choice(out.cache, key)) {
+      for (const Plan* p : candidates) {
+        if (p->kind != cached->chosen) continue;
+        out.plan = p;
+        out.reused = std::move(cached);
+        return out;
+      }
+    }
+  }
+  PlanSelectionOptions so;
+  so.budget_seconds = options.budget_seconds;
+  out.selection = select_fastest_plan(fission.graph, fission.alternatives, candidates, feed, so);
+  out.plan = candidates[out.selection.fastest];
+  if (!out.cache.empty()) out.stored = store_plan_choice(out.cache, key, out.selection);
+  return out;
 }
 
 }  // namespace orchid

@@ -46,4 +46,29 @@ std::optional<CachedPlanChoice> find_plan_choice(const std::string& path,
 bool store_plan_choice(const std::string& path, const PlanSelectionKey& key,
                        const PlanSelection& selection);
 
+// The default plan choice of `orchid run` and orchid.InferenceSession: the candidates
+// timed end to end (select_fastest_plan), or the choice cached for the same key reused.
+struct PlanChoiceOptions {
+  double budget_seconds = 2;       // the candidates' timed runs together
+  int k_best = 3;                  // how many ranked plans the orchestration kept (cache key)
+  std::string costs = "analytic";  // the cost model the plans were found with (cache key)
+  bool reselect = false;           // time the candidates even when a choice is cached
+  bool use_cache = true;           // false: neither read nor write the cache file
+};
+
+struct PlanChoice {
+  const Plan* plan = nullptr;              // one of the candidates
+  std::string cache;                       // the cache file consulted ("" when none)
+  std::optional<CachedPlanChoice> reused;  // set when a cached choice was taken
+  PlanSelection selection;                 // when timed now: trials and the warm executor
+  bool stored = false;                     // the new choice was written to `cache`
+};
+
+// `model_path` and `model_graph` (its input shapes) identify the model for the cache;
+// `fission` is what the candidates index into; `feed` the inputs to time with.
+PlanChoice choose_fastest_plan(const std::string& model_path, const Graph& model_graph,
+                               const FissionResult& fission,
+                               const std::vector<const Plan*>& candidates, const TensorMap& feed,
+                               const PlanChoiceOptions& options);
+
 }  // namespace orchid

@@ -168,11 +168,9 @@ PlanChoice choose_fastest_plan(const std::string& model_path, const Graph& model
   key.settings = fmt::format("orchid {}; {} costs; k-best {}; select-seconds {}", ORCHID_VERSION,
                              options.costs, options.k_best, options.budget_seconds);
   PlanChoice out;
-  if (options.use_cache) {
-    try {
-      out.cache = default_plan_choice_path("cpu");
-    } catch (const Error&) {  // no HOME nor XDG_CACHE_HOME: no cache, time every run
-    }
+  try {
+    out.cache = default_plan_choice_path("cpu");
+  } catch (const Error&) {  // no HOME nor XDG_CACHE_HOME: no cache, time every run
   }
   if (!out.cache.empty() && !options.reselect) {
     if (auto cached = find_plan_choice(out.cache, key)) {

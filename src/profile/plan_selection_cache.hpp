@@ -53,7 +53,6 @@ struct PlanChoiceOptions {
   int k_best = 3;                  // how many ranked plans the orchestration kept (cache key)
   std::string costs = "analytic";  // the cost model the plans were found with (cache key)
   bool reselect = false;           // time the candidates even when a choice is cached
-  bool use_cache = true;           // false: neither read nor write the cache file
 };
 
 struct PlanChoice {

@@ -34,62 +34,8 @@ void conv(const Node& node, std::span<const Tensor* const> inputs, std::span<Ten
   const std::int64_t channels = x.shape()[1];
   const std::int64_t out_channels = w.shape()[0];
   const std::int64_t group = node.attr_int("group", 1);
-  const std::int64_t cg = channels / group;
-  const std::int64_t mg = out_channels / group;
-  const float* xd = x.data<float>();
-  const float* wd = w.data<float>();
-  const float* bd = bias ? bias->data<float>() : nullptr;
-  float* yd = y.data<float>();
-  const std::int64_t in_vol = g.in_volume();
-  const std::int64_t out_vol = g.out_volume();
-  const std::int64_t k_vol = g.k_volume();
-
-  parallel_for(batch * out_channels, cg * k_vol * out_vol,
-               [&](std::int64_t begin, std::int64_t end) {
-                 for (std::int64_t item = begin; item < end; ++item) {
-                   const std::int64_t n = item / out_channels;
-                   const std::int64_t m = item % out_channels;
-                   float* yp = yd + item * out_vol;
-                   const float b0 = bd ? bd[m] : 0.0f;
-                   for (std::int64_t i = 0; i < out_vol; ++i) yp[i] = b0;
-                   const std::int64_t first_c = (m / mg) * cg;
-                   for (std::int64_t c = 0; c < cg; ++c) {
-                     const float* xp = xd + (n * channels + first_c + c) * in_vol;
-                     const float* wp = wd + (m * cg + c) * k_vol;
-                     for (std::int64_t kd = 0; kd < g.k[0]; ++kd) {
-                       std::int64_t od0, od1;
-                       const std::int64_t offd = kd * g.d[0] - g.pad[0];
-                       valid_range(offd, g.s[0], g.out[0], g.in[0], od0, od1);
-                       for (std::int64_t kh = 0; kh < g.k[1]; ++kh) {
-                         std::int64_t oh0, oh1;
-                         const std::int64_t offh = kh * g.d[1] - g.pad[1];
-                         valid_range(offh, g.s[1], g.out[1], g.in[1], oh0, oh1);
-                         for (std::int64_t kw = 0; kw < g.k[2]; ++kw) {
-                           std::int64_t ow0, ow1;
-                           const std::int64_t offw = kw * g.d[2] - g.pad[2];
-                           valid_range(offw, g.s[2], g.out[2], g.in[2], ow0, ow1);
-                           const float wv = wp[(kd * g.k[1] + kh) * g.k[2] + kw];
-                           const std::int64_t sw = g.s[2];
-                           for (std::int64_t od = od0; od < od1; ++od) {
-                             const std::int64_t id = od * g.s[0] + offd;
-                             for (std::int64_t oh = oh0; oh < oh1; ++oh) {
-                               const std::int64_t ih = oh * g.s[1] + offh;
-                               const float* xr = xp + (id * g.in[1] + ih) * g.in[2] + offw;
-                               float* yr = yp + (od * g.out[1] + oh) * g.out[2];
-                               if (sw == 1) {
-                                 for (std::int64_t ow = ow0; ow < ow1; ++ow) yr[ow] += wv * xr[ow];
-                               } else {
-                                 for (std::int64_t ow = ow0; ow < ow1; ++ow)
-                                   yr[ow] += wv * xr[ow * sw];
-                               }
-                             }
-                           }
-                         }
-                       }
-                     }
-                   }
-                 }
-               });
+  reference::direct_conv(g, batch, channels, out_channels, group, x.data<float>(), w.data<float>(),
+                         bias ? bias->data<float>() : nullptr, y.data<float>());
 }
 
 void conv_transpose(const Node& node, std::span<const Tensor* const> inputs,

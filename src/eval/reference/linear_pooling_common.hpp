@@ -84,4 +84,64 @@ inline Geometry3 to_3d(const WindowGeometry& g) {
   return r;
 }
 
+// Direct grouped convolution in NC[D]HW: y[n, m] = bias[m] (zero without bias) plus, for
+// each input channel of m's group and each kernel position in that fixed order, w * x.
+// Items are whole output channels (see parallel_for). Float for Conv, exact int32 for
+// ConvInteger/QLinearConv.
+template <typename T>
+void direct_conv(const Geometry3& g, std::int64_t batch, std::int64_t channels,
+                 std::int64_t out_channels, std::int64_t group, const T* x, const T* w,
+                 const T* bias, T* y) {
+  const std::int64_t cg = channels / group;
+  const std::int64_t mg = out_channels / group;
+  const std::int64_t in_vol = g.in_volume();
+  const std::int64_t out_vol = g.out_volume();
+  const std::int64_t k_vol = g.k_volume();
+  parallel_for(batch * out_channels, cg * k_vol * out_vol,
+               [&](std::int64_t begin, std::int64_t end) {
+                 for (std::int64_t item = begin; item < end; ++item) {
+                   const std::int64_t n = item / out_channels;
+                   const std::int64_t m = item % out_channels;
+                   T* yp = y + item * out_vol;
+                   std::fill(yp, yp + out_vol, bias ? bias[m] : T{0});
+                   const std::int64_t first_c = (m / mg) * cg;
+                   for (std::int64_t c = 0; c < cg; ++c) {
+                     const T* xp = x + (n * channels + first_c + c) * in_vol;
+                     const T* wp = w + (m * cg + c) * k_vol;
+                     for (std::int64_t kd = 0; kd < g.k[0]; ++kd) {
+                       std::int64_t od0, od1;
+                       const std::int64_t offd = kd * g.d[0] - g.pad[0];
+                       valid_range(offd, g.s[0], g.out[0], g.in[0], od0, od1);
+                       for (std::int64_t kh = 0; kh < g.k[1]; ++kh) {
+                         std::int64_t oh0, oh1;
+                         const std::int64_t offh = kh * g.d[1] - g.pad[1];
+                         valid_range(offh, g.s[1], g.out[1], g.in[1], oh0, oh1);
+                         for (std::int64_t kw = 0; kw < g.k[2]; ++kw) {
+                           std::int64_t ow0, ow1;
+                           const std::int64_t offw = kw * g.d[2] - g.pad[2];
+                           valid_range(offw, g.s[2], g.out[2], g.in[2], ow0, ow1);
+                           const T wv = wp[(kd * g.k[1] + kh) * g.k[2] + kw];
+                           const std::int64_t sw = g.s[2];
+                           for (std::int64_t od = od0; od < od1; ++od) {
+                             const std::int64_t id = od * g.s[0] + offd;
+                             for (std::int64_t oh = oh0; oh < oh1; ++oh) {
+                               const std::int64_t ih = oh * g.s[1] + offh;
+                               const T* xr = xp + (id * g.in[1] + ih) * g.in[2] + offw;
+                               T* yr = yp + (od * g.out[1] + oh) * g.out[2];
+                               if (sw == 1) {  // unit stride: a loop the compiler vectorises
+                                 for (std::int64_t ow = ow0; ow < ow1; ++ow) yr[ow] += wv * xr[ow];
+                               } else {
+                                 for (std::int64_t ow = ow0; ow < ow1; ++ow)
+                                   yr[ow] += wv * xr[ow * sw];
+                               }
+                             }
+                           }
+                         }
+                       }
+                     }
+                   }
+                 }
+               });
+}
+
 }  // namespace orchid::reference

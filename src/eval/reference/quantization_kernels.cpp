@@ -125,51 +125,9 @@ std::vector<std::int32_t> integer_conv(const Node& node, const Shape& xs,
   const std::int64_t channels = xs[1];
   const std::int64_t out_channels = ws[0];
   const std::int64_t group = node.attr_int("group", 1);
-  const std::int64_t cg = channels / group;
-  const std::int64_t mg = out_channels / group;
-  const std::int64_t in_vol = g.in_volume();
-  const std::int64_t out_vol = g.out_volume();
-  const std::int64_t k_vol = g.k_volume();
-  std::vector<std::int32_t> y(static_cast<std::size_t>(shape_numel(ys)), 0);
-  parallel_for(xs[0] * out_channels, cg * k_vol * out_vol,
-               [&](std::int64_t begin, std::int64_t end) {
-                 for (std::int64_t item = begin; item < end; ++item) {
-                   const std::int64_t n = item / out_channels;
-                   const std::int64_t m = item % out_channels;
-                   std::int32_t* yp = y.data() + item * out_vol;
-                   const std::int64_t first_c = (m / mg) * cg;
-                   for (std::int64_t c = 0; c < cg; ++c) {
-                     const std::int32_t* xp = x.data() + (n * channels + first_c + c) * in_vol;
-                     const std::int32_t* wp = w.data() + (m * cg + c) * k_vol;
-                     for (std::int64_t kd = 0; kd < g.k[0]; ++kd) {
-                       std::int64_t od0, od1;
-                       const std::int64_t offd = kd * g.d[0] - g.pad[0];
-                       valid_range(offd, g.s[0], g.out[0], g.in[0], od0, od1);
-                       for (std::int64_t kh = 0; kh < g.k[1]; ++kh) {
-                         std::int64_t oh0, oh1;
-                         const std::int64_t offh = kh * g.d[1] - g.pad[1];
-                         valid_range(offh, g.s[1], g.out[1], g.in[1], oh0, oh1);
-                         for (std::int64_t kw = 0; kw < g.k[2]; ++kw) {
-                           std::int64_t ow0, ow1;
-                           const std::int64_t offw = kw * g.d[2] - g.pad[2];
-                           valid_range(offw, g.s[2], g.out[2], g.in[2], ow0, ow1);
-                           const std::int32_t wv = wp[(kd * g.k[1] + kh) * g.k[2] + kw];
-                           for (std::int64_t od = od0; od < od1; ++od) {
-                             const std::int64_t id = od * g.s[0] + offd;
-                             for (std::int64_t oh = oh0; oh < oh1; ++oh) {
-                               const std::int64_t ih = oh * g.s[1] + offh;
-                               const std::int32_t* xr = xp + (id * g.in[1] + ih) * g.in[2] + offw;
-                               std::int32_t* yr = yp + (od * g.out[1] + oh) * g.out[2];
-                               for (std::int64_t ow = ow0; ow < ow1; ++ow)
-                                 yr[ow] += wv * xr[ow * g.s[2]];
-                             }
-                           }
-                         }
-                       }
-                     }
-                   }
-                 }
-               });
+  std::vector<std::int32_t> y(static_cast<std::size_t>(shape_numel(ys)));
+  reference::direct_conv(g, xs[0], channels, out_channels, group, x.data(), w.data(),
+                         static_cast<const std::int32_t*>(nullptr), y.data());
   return y;
 }
 

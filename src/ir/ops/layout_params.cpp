@@ -96,6 +96,10 @@ SlicePlan slice_plan(const Node& node, const Shape& input, const Tensor& starts,
   if (axes && axes->numel() > 0) {
     ax = normalized_axes(node, axes->to_int64s(), rank);
   } else {
+    // Without axes, starts[i] is for axis i: more starts than axes is malformed.
+    if (static_cast<std::int64_t>(s.size()) > rank) {
+      fail("{}: {} starts but no axes for a rank-{} input", node.describe(), s.size(), rank);
+    }
     for (std::size_t i = 0; i < s.size(); ++i) ax.push_back(static_cast<std::int64_t>(i));
   }
   std::vector<std::int64_t> st(s.size(), 1);

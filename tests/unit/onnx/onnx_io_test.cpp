@@ -1211,6 +1211,30 @@ TEST_F(OnnxIo, FuzzRegressionConstantValueThatIsNotATensor) {
 // weight's first dimension before Conv's shape check ("orchid: internal error:
 // vector::_M_range_check"). Both the fuzzer's input and a hand-built model are one clear
 // error now.
+// Found by fuzz_onnx_import on the merged code of 2026-12-04: a Slice without axes and
+// more starts than the input has axes indexed the shape past its end.
+TEST_F(OnnxIo, FuzzRegressionSliceWithMoreStartsThanAxes) {
+  auto m = make_model();
+  add_input(m, "x", {2, 3});
+  for (const char* name : {"starts", "ends"}) {
+    TensorProto t;
+    t.set_name(name);
+    t.set_data_type(TensorProto::INT64);
+    t.add_dims(3);
+    const std::int64_t values[3] = {0, 0, 0};
+    t.set_raw_data(reinterpret_cast<const char*>(values), sizeof values);
+    add_init(m, t);
+  }
+  add_node(m, "Slice", {"x", "starts", "ends"}, {"y"}, "cut");
+  add_output(m, "y");
+  const auto msg = error_of([&] { load_model(save(m)); });
+  EXPECT_NE(msg.find("'cut'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("3 starts but no axes for a rank-2 input"), std::string::npos) << msg;
+  const std::string found =
+      std::string(ORCHID_TEST_DATA_DIR) + "/fuzz_slice_more_starts_than_axes.onnx";
+  EXPECT_NE(error_of([&] { load_model(found); }), "");
+}
+
 TEST_F(OnnxIo, FuzzRegressionQuantizedConvWithScalarWeight) {
   for (const char* op : {"ConvInteger", "QLinearConv"}) {
     auto m = make_model();

@@ -50,7 +50,7 @@ std::string MappingRun::to_json() const {
   nlohmann::json j = nlohmann::json::parse(plan_to_json(
       *evaluator_, result_.mapping, schedule_, baselines_, lower_bound(), result_.seconds));
   // How the layers were priced, which the plan's figures rest on.
-  nlohmann::json costing = {{"gpu", orchestrate_gpus_ ? "orchestrator"
+  nlohmann::json costing = {{"gpu", orchestrate_gpus_             ? "orchestrator"
                                     : system_.gpu_designs.empty() ? "none"
                                                                   : "roofline"}};
   if (orchestrate_gpus_) {

@@ -44,12 +44,8 @@ double cpu_layer_comm_seconds(const Layer& layer, Strategy s, int p, const CpuNe
                                      : static_cast<double>(layer.m) * layer.k) *
       kBytes;
   switch (s) {
-    case Strategy::Batch: {
-      // Whole batch, blocks of samples, the layer's inputs and final outputs; the root
-      // handles p - 1 blocks.
-      const double result = layer.output_elements() * kBytes;
-      return (p - 1) * (message(in * batch / p, net) + message(result / p, net));
-    }
+    case Strategy::Batch:
+      return cpu_batch_comm_seconds(layer, p, net, true, true);
     case Strategy::OutChannel:
       return batch * (rounds(p) * message(in, net) + (p - 1) * message(out / p, net));
     case Strategy::InChannelAllReduce:
@@ -66,6 +62,16 @@ double cpu_layer_comm_seconds(const Layer& layer, Strategy s, int p, const CpuNe
     default:
       return 0;
   }
+}
+
+double cpu_batch_comm_seconds(const Layer& layer, int p, const CpuNetwork& net, bool scatter,
+                              bool gather) {
+  if (!cpu_runner_splits(layer, Strategy::Batch, p)) return 0;
+  constexpr double kBytes = 4;  // float32
+  // Whole batch, blocks of samples; the root sends or receives p - 1 blocks.
+  const double in = layer.input_elements() * kBytes;
+  const double result = layer.output_elements() * kBytes;
+  return (p - 1) * ((scatter ? message(in / p, net) : 0) + (gather ? message(result / p, net) : 0));
 }
 
 double cpu_oversubscription(int busy_threads, const CpuNetwork& net) {

@@ -3,7 +3,8 @@
 //  - which sharded layers the runner really splits (the others its group leader runs
 //    whole, so they cost what "none" costs);
 //  - the group's messages per layer: batch: a scatter of the layer's inputs and a
-//    gather of its outputs by blocks of samples; out-channel: per sample a broadcast of
+//    gather of its outputs by blocks of samples, where the chain of batch layers they
+//    belong to begins and ends; out-channel: per sample a broadcast of
 //    the input and a gather of the output blocks; in-channel: per sample a scatter of the
 //    input's channel blocks and a sum (reduce) of full-size partials at the leader;
 //    spatial: per sample a scatter of row blocks (halo rows included) and a gather.
@@ -30,6 +31,12 @@ bool cpu_runner_splits(const Layer& layer, Strategy s, int p);
 
 // Seconds of group messages the runner spends on one layer (all samples), 0 for p = 1.
 double cpu_layer_comm_seconds(const Layer& layer, Strategy s, int p, const CpuNetwork& net);
+
+// A batch layer's messages: the scatter of its inputs' sample blocks (`scatter`) and the
+// gather of its results (`gather`); within a chain of batch layers of one group the
+// samples stay on the ranks, so only a chain's ends pay them.
+double cpu_batch_comm_seconds(const Layer& layer, int p, const CpuNetwork& net, bool scatter,
+                              bool gather);
 
 // Slow-down of compute when `busy_threads` threads run on the cluster's shared cores.
 double cpu_oversubscription(int busy_threads, const CpuNetwork& net);

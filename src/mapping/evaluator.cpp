@@ -302,7 +302,18 @@ double Evaluator::run(const Mapping& m, Schedule* out) const {
     const double wbytes = shard_weight_elements(layer, s, p) * bpe;
     const double weights = resident[l] ? 0 : wbytes / (host * 1e9);
     // The table's collectives ran at the global intra-group figure; they scale with 1/bw.
-    const double comm = comm_seconds(l, p, s) * (system_.intra_group_gbs / ring) + reshard;
+    double comm = comm_seconds(l, p, s) * (system_.intra_group_gbs / ring) + reshard;
+    if (cpu && s == Strategy::Batch && p > 1) {
+      // A chain of batch layers keeps the samples on the ranks: inputs are scattered only
+      // from outside the chain (graph inputs are on every rank), results gathered only
+      // for readers outside it or as graph outputs.
+      auto in_chain = [&](int u) { return m.group_of[u] == g && strat[u] == Strategy::Batch; };
+      const bool scatter = !std::all_of(layer.preds.begin(), layer.preds.end(), in_chain);
+      const bool gather =
+          layer.succs.empty() || !std::all_of(layer.succs.begin(), layer.succs.end(), in_chain);
+      comm = cpu_batch_comm_seconds(layer, p, system_.cpu_network, scatter, gather) *
+             (system_.intra_group_gbs / ring);
+    }
     // Memory per device: this layer's weight shard and activations must fit in DRAM.
     const int ways = s == Strategy::None ? 1 : p;
     const double act = (layer.input_elements() + layer.output_elements()) * bpe / ways;

@@ -160,6 +160,30 @@ INSTANTIATE_TEST_SUITE_P(Distributed, EveryStrategy,
                          ::testing::Values("none", "batch", "out-ch", "in-ch/all-reduce",
                                            "in-ch/reduce-scatter", "spatial"));
 
+// Data parallelism as it should be: with every layer batch-split in one group, the samples
+// stay on the ranks from the first layer to the last. Graph inputs are on every rank, so
+// nothing is scattered, and only the graph output is gathered, once per inference.
+TEST(DistributedRun, BatchChainsGatherOnlyTheirResult) {
+  const fs::path dir = scratch("batch_chain");
+  const std::string plan = plan_for("tiny_conv", "cpu2", 4, "batch", 2, dir);
+  const fs::path timeline = dir / "timeline.json";
+  const Result r = run_plan("tiny_conv", plan, 2, "--stream 2 --timeline " + timeline.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("check    max"), std::string::npos) << r.output;
+  nlohmann::json t;
+  std::ifstream(timeline) >> t;
+  int computes = 0, scatters = 0, gathers = 0;
+  for (const auto& e : t["measured"]) {
+    if (e["rank"] != 0) continue;
+    computes += e["kind"] == "compute" && e["how"] == "batch";
+    scatters += e["kind"] == "scatter";
+    gathers += e["kind"] == "gather";
+  }
+  EXPECT_GE(computes, 2 * 2) << "tiny_conv should have several layers, each split by batch";
+  EXPECT_EQ(scatters, 0);
+  EXPECT_EQ(gathers, 2);  // the one graph output, for each of the 2 inferences
+}
+
 // A mid-size model in the default suite: MobileNetV2's GA plan on 2 ranks, batch 2.
 TEST(DistributedRun, MobileNetV2PlanOnTwoRanksMatchesTheReference) {
   const fs::path dir = scratch("mobilenet");

@@ -51,14 +51,8 @@ double cpu_layer_comm_seconds(const Layer& layer, Strategy s, int p, const CpuNe
     case Strategy::InChannelAllReduce:
     case Strategy::InChannelReduceScatter:
       return batch * ((p - 1) * message(in / p, net) + rounds(p) * message(out, net));
-    case Strategy::Spatial: {
-      double halo = 0;  // input rows a block reads beyond its share
-      if (layer.kind == LayerKind::Conv && layer.r > 0) {
-        const double rows_in = static_cast<double>((layer.r - 1) * layer.s + layer.k);
-        halo = std::max(0.0, static_cast<double>(layer.k - layer.s)) / rows_in * in;
-      }
-      return batch * ((p - 1) * message(in / p + halo, net) + (p - 1) * message(out / p, net));
-    }
+    case Strategy::Spatial:
+      return cpu_spatial_comm_seconds(layer, p, net, true, true);
     default:
       return 0;
   }
@@ -72,6 +66,28 @@ double cpu_batch_comm_seconds(const Layer& layer, int p, const CpuNetwork& net, 
   const double in = layer.input_elements() * kBytes;
   const double result = layer.output_elements() * kBytes;
   return (p - 1) * ((scatter ? message(in / p, net) : 0) + (gather ? message(result / p, net) : 0));
+}
+
+double cpu_spatial_comm_seconds(const Layer& layer, int p, const CpuNetwork& net, bool scatter,
+                                bool gather) {
+  if (!cpu_runner_splits(layer, Strategy::Spatial, p)) return 0;
+  constexpr double kBytes = 4;  // float32
+  const double batch = static_cast<double>(layer.batch);
+  const double in = layer.input_elements() / batch * kBytes;  // per sample
+  const double out =
+      (layer.kind == LayerKind::Conv ? static_cast<double>(layer.m) * layer.r * layer.c
+                                     : static_cast<double>(layer.m) * layer.k) *
+      kBytes;
+  double halo = 0;  // input rows a block reads beyond its share
+  if (layer.kind == LayerKind::Conv && layer.r > 0) {
+    const double rows_in = static_cast<double>((layer.r - 1) * layer.s + layer.k);
+    halo = std::max(0.0, static_cast<double>(layer.k - layer.s)) / rows_in * in;
+  }
+  // Scattered by the leader, or (inside a chain) only the halo rows from the two
+  // neighbours, all members at once.
+  const double input =
+      scatter ? (p - 1) * message(in / p + halo, net) : (halo > 0 ? 2 * message(halo / 2, net) : 0);
+  return batch * (input + (gather ? (p - 1) * message(out / p, net) : 0));
 }
 
 double cpu_oversubscription(int busy_threads, const CpuNetwork& net) {

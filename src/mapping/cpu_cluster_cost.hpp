@@ -38,6 +38,12 @@ double cpu_layer_comm_seconds(const Layer& layer, Strategy s, int p, const CpuNe
 double cpu_batch_comm_seconds(const Layer& layer, int p, const CpuNetwork& net, bool scatter,
                               bool gather);
 
+// A spatially split layer's messages: its input's row blocks scattered (`scatter`), or
+// inside a chain of spatially split convolutions only the halo rows exchanged between
+// neighbours, and its result's row blocks gathered (`gather`) unless the chain goes on.
+double cpu_spatial_comm_seconds(const Layer& layer, int p, const CpuNetwork& net, bool scatter,
+                                bool gather);
+
 // Slow-down of compute when `busy_threads` threads run on the cluster's shared cores.
 double cpu_oversubscription(int busy_threads, const CpuNetwork& net);
 

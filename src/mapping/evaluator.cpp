@@ -89,9 +89,13 @@ Evaluator::Evaluator(const Workload& workload, const System& system,
           comm = cpu_layer_comm_seconds(layer, st, p, system.cpu_network);
           const Design& cpu = system.designs[0];
           const double t = provider.compute_seconds(split ? shard : layer, cpu);
+          // Busy ranks: a batch smaller than the group leaves some without samples.
+          const int busy = !split ? 1
+                           : st == Strategy::Batch
+                               ? static_cast<int>(std::min<std::int64_t>(p, layer.batch))
+                               : p;
           compute_[slot(l, 0, p, st)] =
-              t < 0 ? t
-                    : t * cpu_oversubscription((split ? p : 1) * cpu.threads, system.cpu_network);
+              t < 0 ? t : t * cpu_oversubscription(busy * cpu.threads, system.cpu_network);
           continue;
         }
         comm = intra_layer_comm_seconds(layer, st, p, system.intra_group_gbs, bytes_per_element());
@@ -312,6 +316,21 @@ double Evaluator::run(const Mapping& m, Schedule* out) const {
       const bool gather =
           layer.succs.empty() || !std::all_of(layer.succs.begin(), layer.succs.end(), in_chain);
       comm = cpu_batch_comm_seconds(layer, p, system_.cpu_network, scatter, gather) *
+             (system_.intra_group_gbs / ring);
+    }
+    if (cpu && s == Strategy::Spatial && p > 1) {
+      // A chain of spatially split convolutions, each read only by the next, keeps its
+      // row blocks on the ranks: only halo rows move between them.
+      auto keeps_rows = [&](int u, int v) {
+        const Layer& a = workload_.layers[u];
+        const Layer& b = workload_.layers[v];
+        return m.group_of[u] == g && m.group_of[v] == g && strat[u] == Strategy::Spatial &&
+               strat[v] == Strategy::Spatial && a.kind == LayerKind::Conv &&
+               b.kind == LayerKind::Conv && a.succs.size() == 1 && a.succs[0] == v;
+      };
+      const bool scatter = !(layer.preds.size() == 1 && keeps_rows(layer.preds[0], l));
+      const bool gather = !(layer.succs.size() == 1 && keeps_rows(l, layer.succs[0]));
+      comm = cpu_spatial_comm_seconds(layer, p, system_.cpu_network, scatter, gather) *
              (system_.intra_group_gbs / ring);
     }
     // Memory per device: this layer's weight shard and activations must fit in DRAM.

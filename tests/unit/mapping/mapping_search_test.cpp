@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "mapping/baselines.hpp"
+#include "mapping/cpu_cluster_cost.hpp"
 #include "mapping/evaluator.hpp"
 #include "mapping/genetic_search.hpp"
 #include "test_config_roots.hpp"
@@ -63,6 +64,50 @@ TEST(MappingEvaluator, DiamondOnTwoGroupsHasTheHandComputedMakespan) {
   EXPECT_DOUBLE_EQ(s.finish[3], fd);
   EXPECT_EQ(s.devices[0].size(), 3u);
   EXPECT_EQ(s.devices[1].size(), 1u);
+}
+
+// CPU clusters, priced as the plan runner moves data: a chain of batch-split layers keeps
+// the samples on the ranks (graph inputs are on every rank), so only the chain's result is
+// gathered; a chain of spatially split convolutions exchanges halo rows in between.
+TEST(MappingEvaluator, CpuClusterChainsPayOnlyAtTheirEnds) {
+  const System sys = load_system(kRoot + "/configs/systems/cpu2.toml");
+  Workload w;
+  w.name = "chain";
+  w.batch = 2;
+  for (int i = 0; i < 3; ++i) {
+    Layer l;
+    l.name = "conv" + std::to_string(i);
+    l.kind = LayerKind::Conv;
+    l.m = l.n = 8;
+    l.r = l.c = 16;
+    l.k = 3;
+    l.p = 1;
+    l.batch = 2;
+    if (i > 0) l.preds = {i - 1};
+    w.layers.push_back(l);
+  }
+  w.link();
+  const Evaluator ev(w, sys);
+  const CpuNetwork& net = sys.cpu_network;
+  for (Strategy s : {Strategy::Batch, Strategy::Spatial}) {
+    Mapping m;
+    m.groups = {{0, 2, 0}};
+    m.group_of = {0, 0, 0};
+    m.strategy.assign(3, s);
+    double compute = 0, every_layer = 0;
+    for (int l = 0; l < 3; ++l) {
+      compute += ev.compute_seconds(l, 0, 2, s);
+      every_layer += ev.comm_seconds(l, 2, s);
+    }
+    const double comm = s == Strategy::Batch
+                            ? cpu_batch_comm_seconds(w.layers[2], 2, net, false, true)
+                            : cpu_spatial_comm_seconds(w.layers[0], 2, net, true, false) +
+                                  cpu_spatial_comm_seconds(w.layers[1], 2, net, false, false) +
+                                  cpu_spatial_comm_seconds(w.layers[2], 2, net, false, true);
+    EXPECT_GT(comm, 0) << strategy_name(s);
+    EXPECT_LT(comm, every_layer) << strategy_name(s);
+    EXPECT_NEAR(ev.makespan(m), compute + comm, 1e-12) << strategy_name(s);
+  }
 }
 
 TEST(MappingEvaluator, ShardedChainChargesReshardAndWeights) {

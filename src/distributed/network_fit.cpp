@@ -78,12 +78,16 @@ std::string with_network_figures(const std::string& text, const std::string& pat
                   {"allgather", fit_table(fig.allgather)},
                   {"reduce_scatter", fit_table(fig.reduce_scatter)}};
   root.insert_or_assign("network", std::move(net));
-  // The file's leading comment block is kept; toml++ drops the other comments.
+  // The file's leading comment block is kept (without an earlier run's note, so the note
+  // appears once); toml++ drops the other comments.
+  const std::string note =
+      "# [bandwidth] and [network]: written by `orchid calibrate-net` (alpha-beta fits).";
   std::ostringstream out;
   std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line) && line.starts_with("#");) out << line << "\n";
-  out << "# [bandwidth] and [network]: written by `orchid calibrate-net` (alpha-beta fits).\n"
-      << root << "\n";
+  for (std::string line; std::getline(lines, line) && line.starts_with("#");) {
+    if (line != note) out << line << "\n";
+  }
+  out << note << "\n" << root << "\n";
   return out.str();
 }
 

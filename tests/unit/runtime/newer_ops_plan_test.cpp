@@ -1,5 +1,6 @@
 // The newer op forms (opsets 18-24: Gelu, Mish, Swish, GroupNormalization in both forms,
-// RMSNormalization, RotaryEmbedding, Attention) through fission (only primitives, same
+// RMSNormalization, RotaryEmbedding, Attention, Resize's antialias and
+// keep_aspect_ratio_policy) through fission (only primitives, same
 // results as the op: |a - b| <= 1e-5 + 1e-4 |b|) and through orchestration and the CPU
 // plan executor (the optimal plan against the reference interpreter:
 // |plan - ref| <= 1e-4 + 1e-3 |ref|, as for the zoo models).
@@ -17,6 +18,7 @@ namespace orchid {
 namespace {
 
 using namespace fission_test;
+using Ints = std::vector<std::int64_t>;
 
 Tensor bools(Shape shape, std::uint64_t seed) {
   const Tensor r = random_f32(shape, seed);
@@ -114,6 +116,40 @@ TEST(NewerOpsPlan, Attention) {
                                        {"v", random_f32({2, 2, 3, 4}, 28)},
                                        {"mask", random_f32({2, 1, 3, 3}, 29)}},
                                       {{"softcap", 2.0F}}));
+}
+
+// The opset-18 Resize forms oneDNN's resampling cannot compute (antialiased filters, and
+// keep_aspect_ratio_policy's common scale, which differs from out / in when the output
+// length was rounded) run on the reference kernel in plans.
+TEST(NewerOpsPlan, ResizeAntialiasAndKeepAspectRatio) {
+  auto resize = [](const std::string& key, Tensor value, Attrs attrs) {
+    const bool by_scale = key == "scales";
+    std::vector<OpInput> inputs = {{"x", random_f32({1, 2, 9, 13}, 34)}, {"", Tensor()}};
+    inputs.push_back(by_scale ? OpInput{"sc", value, true} : OpInput{"", Tensor()});
+    if (!by_scale) inputs.push_back({"sz", value, true});
+    return single_op_graph("Resize", inputs, std::move(attrs), 1, 18);
+  };
+  for (const std::string mode : {"linear", "cubic"}) {
+    SCOPED_TRACE(mode);
+    expect_plan_matches(resize("scales", testing::f32({4}, {1, 1, 0.5F, 0.3F}),
+                               {{"mode", mode}, {"antialias", std::int64_t{1}}}));
+    expect_plan_matches(resize("sizes", testing::i64({4}, {1, 2, 4, 20}),
+                               {{"mode", mode},
+                                {"antialias", std::int64_t{1}},
+                                {"exclude_outside", std::int64_t{1}},
+                                {"coordinate_transformation_mode", std::string("align_corners")}}));
+  }
+  // 9 x 13 to at most 4 x 4: scale 4 / 13, 2.77 rows rounded to 3 (oneDNN would sample
+  // at 3 / 9).
+  expect_plan_matches(resize("sizes", testing::i64({2}, {4, 4}),
+                             {{"mode", std::string("linear")},
+                              {"axes", Ints{2, 3}},
+                              {"keep_aspect_ratio_policy", std::string("not_larger")}}));
+  expect_plan_matches(resize("sizes", testing::i64({2}, {4, 4}),
+                             {{"mode", std::string("linear")},
+                              {"axes", Ints{2, 3}},
+                              {"keep_aspect_ratio_policy", std::string("not_smaller")},
+                              {"antialias", std::int64_t{1}}}));
 }
 
 TEST(NewerOpsPlan, RefusedAttentionFormsAreNamed) {

@@ -428,6 +428,7 @@ std::string KernelWriter::layout_value(const Node& node, const Coords& c) {
     return value(x, ci);
   }
   if (op == "Resize") return resize_value(node, c);
+  if (op == "Col2Im") return col2im_value(node, c);
   if (op == "GatherND") {
     // Output coords: batch axes, the index tuple's position, then data's trailing axes.
     const auto b = static_cast<std::size_t>(node.attr_int("batch_dims", 0));
@@ -518,6 +519,43 @@ std::string KernelWriter::pad_value(const Node& node, const Coords& c) {
   open(fmt::format("if ({})", cond));
   line(fmt::format("{} = {};", v, value(x, ci)));
   close();
+  return v;
+}
+
+// Col2Im as a gather: image element (n, ch, i...) sums, over every block offset k..., the
+// block element whose position p... places it there (i = p * stride - pad + k * dilation,
+// p a whole position in range), in the reference's order of block offsets.
+std::string KernelWriter::col2im_value(const Node& node, const Coords& c) {
+  const Graph& g = *env_.graph;
+  const std::string& x = node.inputs[0];
+  const DType dtype = g.tensor(node.outputs[0]).dtype;
+  if (dtype != DType::F32) {
+    unsupported("{}: device code computes Col2Im on float32 only", node.describe());
+  }
+  const Col2ImPlan p =
+      col2im_plan(node, g.tensor(x).shape, constant_input(g, node, 1), constant_input(g, node, 2));
+  const std::size_t dims = p.image.size();
+  const std::string v = fresh("v");
+  line(fmt::format("{} {} = {};", c_type(dtype), v, literal(0, dtype)));
+  std::string row = c[1], position = "0";
+  for (std::size_t d = 0; d < dims; ++d) {
+    const std::string k = fresh("k");
+    open(fmt::format("for ({0} {1} = 0; {1} < {2}; ++{1})", index_type_, k, p.block[d]));
+    const std::string t =
+        index_temp(fmt::format("{} + {} - {} * {}", c[2 + d], p.pads_begin[d], k, p.dilations[d]));
+    std::string cond = fmt::format("{} >= 0", t);
+    std::string pos = t;
+    if (p.strides[d] != 1) {
+      cond += fmt::format(" && {} % {} == 0", t, p.strides[d]);
+      pos = fmt::format("{} / {}", t, p.strides[d]);
+    }
+    cond += fmt::format(" && {} < {}", pos, p.positions[d]);
+    open(fmt::format("if ({})", cond));
+    row = index_temp(fmt::format("({}) * {} + {}", row, p.block[d], k));
+    position = index_temp(fmt::format("({}) * {} + {}", position, p.positions[d], pos));
+  }
+  line(fmt::format("{} += {};", v, value(x, {c[0], row, position})));
+  for (std::size_t d = 0; d < 2 * dims; ++d) close();
   return v;
 }
 

@@ -447,6 +447,24 @@ TEST(CodegenLayout, ResizeAntialiasAndKeepAspectRatio) {
   check(b.finish({b.node("Relu", {lin}), cu, one, kept}));
 }
 
+// Col2Im as a gather over block offsets, fed by and feeding elementwise ops.
+TEST(CodegenLayout, Col2Im) {
+  GraphBuilder b;
+  auto shape = [&](const std::string& key, std::vector<std::int64_t> v) {
+    const auto n = static_cast<std::int64_t>(v.size());
+    return b.constant(key, Tensor::from_vector<std::int64_t>({n}, v));
+  };
+  const auto x = b.input("x", {2, 12, 16});
+  const auto plain =
+      b.node("Col2Im", {b.node("Exp", {x}), shape("i1", {5, 5}), shape("b1", {2, 2})});
+  const auto y = b.input("y", {1, 12, 21});
+  const auto strided = b.node("Col2Im", {y, shape("i2", {6, 7}), shape("b2", {2, 3})},
+                              {{"strides", std::vector<std::int64_t>{2, 1}},
+                               {"dilations", std::vector<std::int64_t>{2, 1}},
+                               {"pads", std::vector<std::int64_t>{1, 0, 1, 2}}});
+  check(b.finish({b.node("Relu", {plain}), strided}));
+}
+
 TEST(CodegenLinear, MatMulShapes) {
   GraphBuilder b;
   const auto a = b.input("a", {2, 1, 67, 33});

@@ -1,5 +1,5 @@
 // The newer op forms (opsets 18-24: Gelu, Mish, Swish, GroupNormalization in both forms,
-// RMSNormalization, RotaryEmbedding, Attention, Resize's antialias and
+// RMSNormalization, RotaryEmbedding, Attention, Col2Im, Resize's antialias and
 // keep_aspect_ratio_policy) through fission (only primitives, same
 // results as the op: |a - b| <= 1e-5 + 1e-4 |b|) and through orchestration and the CPU
 // plan executor (the optimal plan against the reference interpreter:
@@ -12,6 +12,7 @@
 #include "fission/fission_test_util.hpp"
 #include "orchestrate/orchestrator.hpp"
 #include "runtime/plan_executor.hpp"
+#include "runtime/small_graph.hpp"
 #include "test_config_roots.hpp"
 
 namespace orchid {
@@ -118,6 +119,30 @@ TEST(NewerOpsPlan, Attention) {
                                       {{"softcap", 2.0F}}));
 }
 
+// Col2Im (opset 18) is a layout primitive: fission keeps it, orchestration prices it,
+// and the CPU plan executor runs it on its reference kernel.
+TEST(NewerOpsPlan, Col2Im) {
+  auto col2im = [](Shape x, Ints image, Ints block, Attrs attrs, std::uint64_t seed) {
+    return single_op_graph(
+        "Col2Im",
+        {{"x", random_f32(std::move(x), seed)},
+         {"image", testing::i64({static_cast<std::int64_t>(image.size())}, image), true},
+         {"block", testing::i64({static_cast<std::int64_t>(block.size())}, block), true}},
+        std::move(attrs), 1, 18);
+  };
+  // 5x5 image, 2x2 blocks at 4x4 positions, 3 channels, batch 2.
+  const Graph plain = col2im({2, 12, 16}, {5, 5}, {2, 2}, {}, 31);
+  EXPECT_EQ(op_types(fission(plain).graph), (std::multiset<std::string>{"Col2Im"}));
+  expect_plan_matches(plain);
+  // Strides, dilations and asymmetric pads: 3 x 7 positions of 2x3 blocks in a 6x7 image.
+  expect_plan_matches(
+      col2im({1, 12, 21}, {6, 7}, {2, 3},
+             {{"strides", Ints{2, 1}}, {"dilations", Ints{2, 1}}, {"pads", Ints{1, 0, 1, 2}}}, 32));
+  // One spatial axis.
+  expect_plan_matches(
+      col2im({1, 6, 3}, {6}, {3}, {{"strides", Ints{2}}, {"pads", Ints{1, 0}}}, 33));
+}
+
 // The opset-18 Resize forms oneDNN's resampling cannot compute (antialiased filters, and
 // keep_aspect_ratio_policy's common scale, which differs from out / in when the output
 // length was rounded) run on the reference kernel in plans.
@@ -150,6 +175,29 @@ TEST(NewerOpsPlan, ResizeAntialiasAndKeepAspectRatio) {
                               {"axes", Ints{2, 3}},
                               {"keep_aspect_ratio_policy", std::string("not_smaller")},
                               {"antialias", std::int64_t{1}}}));
+}
+
+// Col2Im and an antialiased Resize between elementwise ops, all in one kernel: the
+// stage builder runs what its fused loops cannot express on reference kernels.
+TEST(NewerOpsPlan, Col2ImAndAntialiasedResizeInOneKernel) {
+  const Graph g =
+      runtime_test::make_graph({{"x", {1, 8, 9}}},
+                               {{"image", runtime_test::i64({2}, {4, 4})},
+                                {"block", runtime_test::i64({2}, {2, 2})},
+                                {"half", runtime_test::f32({4}, {1, 1, 0.5F, 0.5F})},
+                                {"k", runtime_test::pattern({1, 8, 9})}},
+                               {{"Mul", {"x", "k"}, {"m"}},
+                                {"Col2Im", {"m", "image", "block"}, {"c"}},
+                                {"Resize",
+                                 {"c", "", "half"},
+                                 {"r"},
+                                 {{"mode", std::string("cubic")}, {"antialias", std::int64_t{1}}}},
+                                {"Relu", {"r"}, {"y"}}},
+                               {"y"});
+  PlanExecutor executor(g, runtime_test::one_kernel_plan(g), {});
+  const TensorMap feed = make_random_inputs(g, 5);
+  EXPECT_TRUE(testing::tensors_close(executor.run(feed).at("y"),
+                                     ReferenceInterpreter(g).run(feed).at("y"), 1e-3, 1e-4));
 }
 
 TEST(NewerOpsPlan, RefusedAttentionFormsAreNamed) {

@@ -300,6 +300,13 @@ double resize_source(const std::string& mode, std::int64_t o, double scale, std:
     return out == 1 ? 0.0 : x * static_cast<double>(in - 1) / (resized - 1.0);
   }
   if (mode == "tf_half_pixel_for_nn") return (x + 0.5) / scale;
+  if (mode == "half_pixel_symmetric") {
+    // Opset 19: half_pixel, shifted so that the centre of the input maps to the centre
+    // of the output when the output length was floored (out < in * scale).
+    const double adjustment = static_cast<double>(out) / (static_cast<double>(in) * scale);
+    const double offset = static_cast<double>(in) / 2.0 * (1.0 - adjustment);
+    return offset + (x + 0.5) / scale - 0.5;
+  }
   return x / scale;  // asymmetric
 }
 

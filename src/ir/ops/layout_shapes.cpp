@@ -185,7 +185,7 @@ std::vector<TensorType> infer_resize(const ShapeContext& ctx) {
   if (mode != "nearest" && mode != "linear" && mode != "cubic") ctx.unsupported("mode '{}'", mode);
   const std::string ctm = node.attr_string("coordinate_transformation_mode", "half_pixel");
   if (ctm != "half_pixel" && ctm != "pytorch_half_pixel" && ctm != "align_corners" &&
-      ctm != "asymmetric" && ctm != "tf_half_pixel_for_nn") {
+      ctm != "asymmetric" && ctm != "tf_half_pixel_for_nn" && ctm != "half_pixel_symmetric") {
     ctx.unsupported("coordinate_transformation_mode '{}'", ctm);
   }
   if (mode == "nearest") {

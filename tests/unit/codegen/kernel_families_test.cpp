@@ -417,7 +417,11 @@ TEST(CodegenLayout, ResizeModes) {
                          {{"mode", std::string("linear")},
                           {"coordinate_transformation_mode", std::string("align_corners")}});
   const auto cu = resize("s4", {1, 1, 2, 2}, {{"mode", std::string("cubic")}});
-  check(b.finish({nn, b.node("Relu", {lin}), ac, cu}));
+  const auto sym =
+      resize("s5", {1, 1, 0.7f, 1.5f},
+             {{"mode", std::string("linear")},
+              {"coordinate_transformation_mode", std::string("half_pixel_symmetric")}});
+  check(b.finish({nn, b.node("Relu", {lin}), ac, cu, sym}));
 }
 
 // Antialiased Resize (opset 18): per axis a table of as many taps as the stretched filter

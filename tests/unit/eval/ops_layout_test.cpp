@@ -251,6 +251,17 @@ TEST(LayoutResize, BilinearHalfPixelAndAlignCorners) {
   EXPECT_TRUE(tensors_close(dn[0], f32({1, 1, 1, 2}, {2.6666667f, 4.3333335f}), 1e-5, 1e-5));
 }
 
+// half_pixel_symmetric (opset 19): 4 * 0.6 = 2.4 floored to 2 outputs; the half_pixel
+// coordinates (0.33, 2.0) shift by 4 / 2 * (1 - 2 / 2.4) = 1/3, centring the samples.
+TEST(LayoutResize, HalfPixelSymmetric) {
+  auto y = run_single_op(
+      "Resize",
+      {{"x", f32({1, 4}, {1, 2, 3, 4})}, {"", Tensor()}, {"sc", f32({2}, {1, 0.6f}), true}},
+      {{"mode", std::string("linear")},
+       {"coordinate_transformation_mode", std::string("half_pixel_symmetric")}});
+  EXPECT_TRUE(tensors_close(y[0], f32({1, 2}, {1 + 2 / 3.0f, 3 + 1 / 3.0f}), 1e-5, 1e-5));
+}
+
 // antialias=1 (opset 18), downscaling 1x4 by 0.5 (half_pixel): the triangle filter
 // stretched to radius 2 covers four taps around source 0.5 and 2.5, at distances
 // 1.5, 0.5, 0.5, 1.5 input pixels, i.e. weights 0.25, 0.75, 0.75, 0.25 normalised to

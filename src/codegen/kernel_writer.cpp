@@ -428,6 +428,7 @@ std::string KernelWriter::layout_value(const Node& node, const Coords& c) {
     return value(x, ci);
   }
   if (op == "Resize") return resize_value(node, c);
+  if (op == "Col2Im") return col2im_value(node, c);
   if (op == "GatherND") {
     // Output coords: batch axes, the index tuple's position, then data's trailing axes.
     const auto b = static_cast<std::size_t>(node.attr_int("batch_dims", 0));
@@ -521,6 +522,43 @@ std::string KernelWriter::pad_value(const Node& node, const Coords& c) {
   return v;
 }
 
+// Col2Im as a gather: image element (n, ch, i...) sums, over every block offset k..., the
+// block element whose position p... places it there (i = p * stride - pad + k * dilation,
+// p a whole position in range), in the reference's order of block offsets.
+std::string KernelWriter::col2im_value(const Node& node, const Coords& c) {
+  const Graph& g = *env_.graph;
+  const std::string& x = node.inputs[0];
+  const DType dtype = g.tensor(node.outputs[0]).dtype;
+  if (dtype != DType::F32) {
+    unsupported("{}: device code computes Col2Im on float32 only", node.describe());
+  }
+  const Col2ImPlan p =
+      col2im_plan(node, g.tensor(x).shape, constant_input(g, node, 1), constant_input(g, node, 2));
+  const std::size_t dims = p.image.size();
+  const std::string v = fresh("v");
+  line(fmt::format("{} {} = {};", c_type(dtype), v, literal(0, dtype)));
+  std::string row = c[1], position = "0";
+  for (std::size_t d = 0; d < dims; ++d) {
+    const std::string k = fresh("k");
+    open(fmt::format("for ({0} {1} = 0; {1} < {2}; ++{1})", index_type_, k, p.block[d]));
+    const std::string t =
+        index_temp(fmt::format("{} + {} - {} * {}", c[2 + d], p.pads_begin[d], k, p.dilations[d]));
+    std::string cond = fmt::format("{} >= 0", t);
+    std::string pos = t;
+    if (p.strides[d] != 1) {
+      cond += fmt::format(" && {} % {} == 0", t, p.strides[d]);
+      pos = fmt::format("{} / {}", t, p.strides[d]);
+    }
+    cond += fmt::format(" && {} < {}", pos, p.positions[d]);
+    open(fmt::format("if ({})", cond));
+    row = index_temp(fmt::format("({}) * {} + {}", row, p.block[d], k));
+    position = index_temp(fmt::format("({}) * {} + {}", position, p.positions[d], pos));
+  }
+  line(fmt::format("{} += {};", v, value(x, {c[0], row, position})));
+  for (std::size_t d = 0; d < 2 * dims; ++d) close();
+  return v;
+}
+
 std::string KernelWriter::resize_value(const Node& node, const Coords& c) {
   const Graph& g = *env_.graph;
   const std::string& x = node.inputs[0];
@@ -530,9 +568,7 @@ std::string KernelWriter::resize_value(const Node& node, const Coords& c) {
       resize_plan(node, in, optional_constant(g, node, 2), optional_constant(g, node, 3));
   const std::string ctm = node.attr_string("coordinate_transformation_mode", "half_pixel");
   const std::string mode = node.attr_string("mode", "nearest");
-  if (node.attr_int("antialias", 0) != 0) {
-    unsupported("{}: antialiased Resize has no device code", node.describe());
-  }
+  const bool antialias = node.attr_int("antialias", 0) != 0;
   // Per resized axis, the taps of every output position as two tables (source index,
   // weight), computed here with the reference kernel's own sampling functions.
   struct AxisTaps {
@@ -552,6 +588,13 @@ std::string KernelWriter::resize_value(const Node& node, const Coords& c) {
         all.emplace_back(resize_nearest_index(
                              src, node.attr_string("nearest_mode", "round_prefer_floor"), in[d]),
                          1.0);
+      } else if (antialias && plan.scales[d] < 1.0 && (mode == "linear" || mode == "cubic")) {
+        // The filter stretched by 1 / scale: a fixed number of taps per axis.
+        const auto t = resize_antialias_taps(src, in[d], plan.scales[d], mode == "cubic",
+                                             node.attr_float("cubic_coeff_a", -0.75f),
+                                             node.attr_int("exclude_outside", 0) != 0);
+        taps = static_cast<std::int64_t>(t.size());
+        all.insert(all.end(), t.begin(), t.end());
       } else if (mode == "linear") {
         taps = 2;
         const double fl = std::floor(src);
@@ -592,6 +635,24 @@ std::string KernelWriter::resize_value(const Node& node, const Coords& c) {
   const DType dtype = g.tensor(node.outputs[0]).dtype;
   std::int64_t combos = 1;
   for (const auto& a : axes) combos *= a.taps;
+  if (combos > 16) {
+    // Wide (antialiased) filters: one loop per axis over its taps instead of every
+    // combination written out.
+    const std::string acc = fresh("acc");
+    line(fmt::format("{} {} = {};", c_type(dtype), acc, literal(0, dtype)));
+    std::string w;
+    for (const auto& a : axes) {
+      const std::string t = fresh("t");
+      open(fmt::format("for ({0} {1} = 0; {1} < {2}; ++{1})", index_type_, t, a.taps));
+      const std::string at = index_temp(fmt::format("({}) * {} + {}", c[a.axis], a.taps, t));
+      ci[a.axis] = index_temp(fmt::format("{}[{}]", a.index_table, at));
+      if (a.taps > 1) w += (w.empty() ? "" : " * ") + fmt::format("{}[{}]", a.weight_table, at);
+    }
+    const std::string v = value(x, ci);
+    line(fmt::format("{} += {};", acc, w.empty() ? v : fmt::format("{} * {}", w, v)));
+    for (std::size_t i = 0; i < axes.size(); ++i) close();
+    return acc;
+  }
   std::string sum;
   for (std::int64_t k = 0; k < combos; ++k) {
     std::int64_t rest = k;

@@ -104,6 +104,7 @@ class KernelWriter {
   std::string compute(const Node& node, const std::string& t, const Coords& coords);
   std::string layout_value(const Node& node, const Coords& coords);
   std::string resize_value(const Node& node, const Coords& coords);
+  std::string col2im_value(const Node& node, const Coords& coords);
   std::string pad_value(const Node& node, const Coords& coords);
   std::string table_pointer(const std::string& key, std::shared_ptr<const Tensor> table);
   std::string temp(DType dtype, const std::string& expr);

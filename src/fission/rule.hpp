@@ -104,7 +104,7 @@ using RuleTable = std::map<std::string, FissionRule>;
 void register_activation_rules(RuleTable& table);      // HardSigmoid, HardSwish, Gelu, Mish...
 void register_attention_rules(RuleTable& table);       // Attention, RotaryEmbedding
 void register_batch_norm_rules(RuleTable& table);      // BatchNormalization
-void register_col2im_rules(RuleTable& table);          // Col2Im (refused by name)
+void register_col2im_rules(RuleTable& table);          // Col2Im (a layout primitive)
 void register_constant_rules(RuleTable& table);        // Shape, Size, ConstantOfShape, ...
 void register_conv_rules(RuleTable& table);            // Conv, ConvTranspose (bias)
 void register_depth_to_space_rules(RuleTable& table);  // DepthToSpace, SpaceToDepth

@@ -68,6 +68,7 @@ std::int64_t node_flops(const Graph& g, const Node& node) {
   if (op == "BatchNormalization") return 2 * out;            // folded scale and shift
   if (op == "InstanceNormalization" || op == "LayerNormalization") return 8 * out;
   if (op == "Resize") return 4 * out;
+  if (op == "Col2Im") return in;  // one addition per block element
   static const std::unordered_set<std::string> kFree = {
       "Reshape", "Flatten", "Squeeze",         "Unsqueeze", "Transpose", "Concat",  "Split",
       "Slice",   "Gather",  "Expand",          "Tile",      "Identity",  "Dropout", "Shape",

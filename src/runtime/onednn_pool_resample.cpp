@@ -78,7 +78,10 @@ std::optional<UnaryDnnlOp> make_resample(const dnnl::engine& engine, const Graph
   if (node.attr_string("mode", "nearest") != "linear") return std::nullopt;
   const std::string ctm = node.attr_string("coordinate_transformation_mode", "half_pixel");
   if (ctm != "half_pixel" && ctm != "pytorch_half_pixel") return std::nullopt;
+  // oneDNN interpolates two taps at the size ratio: no antialiased filter, and no common
+  // keep_aspect_ratio_policy scale that differs from out / in (those run the reference).
   if (node.attr_int("antialias", 0) != 0) return std::nullopt;
+  if (node.attr_string("keep_aspect_ratio_policy", "stretch") != "stretch") return std::nullopt;
   const TensorInfo& x = g.tensor(node.inputs[0]);
   const TensorInfo& y = g.tensor(node.outputs[0]);
   if (x.dtype != DType::F32 || x.shape.size() != 4) return std::nullopt;

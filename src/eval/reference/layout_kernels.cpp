@@ -491,6 +491,7 @@ void resize(const Node& node, std::span<const Tensor* const> inputs, std::span<T
   const bool cubic = node.attr_string("mode", "nearest") == "cubic";
   const double cubic_a = node.attr_float("cubic_coeff_a", -0.75f);
   const bool exclude_outside = node.attr_int("exclude_outside", 0) != 0;
+  const bool antialias = node.attr_int("antialias", 0) != 0;
   std::vector<float> cur(x.values<float>().begin(), x.values<float>().end());
   Shape shape = x.shape();
   for (std::size_t d = 0; d < rank; ++d) {
@@ -502,10 +503,14 @@ void resize(const Node& node, std::span<const Tensor* const> inputs, std::span<T
       if (e > d) inner *= shape[e];
     }
     std::vector<float> next(static_cast<std::size_t>(outer * out_len * inner));
-    if (cubic) {
+    // Antialiasing stretches the filter on downscaled axes only.
+    const bool stretched = antialias && plan.scales[d] < 1.0;
+    if (cubic || stretched) {
       for (std::int64_t o = 0; o < out_len; ++o) {
-        const auto taps = resize_cubic_taps(resize_source(ctm, o, plan.scales[d], in, out_len), in,
-                                            cubic_a, exclude_outside);
+        const double src = resize_source(ctm, o, plan.scales[d], in, out_len);
+        const auto taps = stretched ? resize_antialias_taps(src, in, plan.scales[d], cubic, cubic_a,
+                                                            exclude_outside)
+                                    : resize_cubic_taps(src, in, cubic_a, exclude_outside);
         for (std::int64_t b = 0; b < outer; ++b) {
           float* dst = next.data() + (b * out_len + o) * inner;
           for (std::int64_t j = 0; j < inner; ++j) {

@@ -1,16 +1,14 @@
-// Col2Im (opset 18) sums every sliding block back into the image: a scatter-add whose
-// overlapping windows no primitive class expresses. The reference interpreter runs it;
-// fission (and so orchestration and the plan executors) refuses it by name.
+// Col2Im (opset 18) sums every sliding block back into the image. It is a layout
+// primitive of its own (ir/ops/op_traits_table.cpp): each image element gathers the at
+// most prod(block) block elements that land on it, so it stays one memory-bound
+// primitive rather than a scatter-add built from others. The CPU plan executor runs it
+// on its reference kernel; device code computes it inline as that gather.
 #include "fission/rule.hpp"
 
 namespace orchid::fission_detail {
 
 void register_col2im_rules(RuleTable& table) {
-  table["Col2Im"] = [](RuleContext& ctx) {
-    ctx.unsupported(
-        "Col2Im (a scatter-add of overlapping blocks) has no fission into primitives; the "
-        "reference interpreter runs it (orchid run without --device/--plan)");
-  };
+  table["Col2Im"] = [](RuleContext& ctx) { ctx.pass_through(); };
 }
 
 }  // namespace orchid::fission_detail

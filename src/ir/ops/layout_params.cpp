@@ -232,6 +232,39 @@ ResizePlan resize_plan(const Node& node, const Shape& input, const Tensor* scale
     fail("{}: {} has {} values for {} axes", node.describe(), has_scales ? "scales" : "sizes",
          given, ax.size());
   }
+  // keep_aspect_ratio_policy (opset 18) reinterprets `sizes` only: with not_larger /
+  // not_smaller every resized axis takes one scale, the smallest / largest sizes[i] /
+  // input[axes[i]], and its length is that scale times the input length rounded half up.
+  const std::string policy = node.attr_string("keep_aspect_ratio_policy", "stretch");
+  if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller") {
+    fail("{}: keep_aspect_ratio_policy '{}' is not one of stretch, not_larger, not_smaller",
+         node.describe(), policy);
+  }
+  if (has_sizes && policy != "stretch") {
+    double common = 0;
+    for (std::size_t i = 0; i < ax.size(); ++i) {
+      const std::size_t a = static_cast<std::size_t>(ax[i]);
+      const std::int64_t n = sizes->get_as_int64(static_cast<std::int64_t>(i));
+      if (n < 0) fail("{}: size {} on axis {} is negative", node.describe(), n, a);
+      if (input[a] == 0) {
+        fail("{}: keep_aspect_ratio_policy '{}' cannot scale empty axis {}", node.describe(),
+             policy, a);
+      }
+      const double ratio = static_cast<double>(n) / static_cast<double>(input[a]);
+      if (i == 0 || (policy == "not_larger" ? ratio < common : ratio > common)) common = ratio;
+    }
+    for (const std::int64_t axis : ax) {
+      const auto a = static_cast<std::size_t>(axis);
+      const double size = std::floor(common * static_cast<double>(input[a]) + 0.5);
+      if (!(size <= static_cast<double>(kMaxElements))) {
+        fail("{}: sizes with keep_aspect_ratio_policy '{}' give too large an output on axis {}",
+             node.describe(), policy, a);
+      }
+      plan.scales[a] = common;
+      plan.output[a] = static_cast<std::int64_t>(size);
+    }
+    return plan;
+  }
   for (std::size_t i = 0; i < ax.size(); ++i) {
     const std::size_t a = static_cast<std::size_t>(ax[i]);
     if (has_scales) {
@@ -267,6 +300,13 @@ double resize_source(const std::string& mode, std::int64_t o, double scale, std:
     return out == 1 ? 0.0 : x * static_cast<double>(in - 1) / (resized - 1.0);
   }
   if (mode == "tf_half_pixel_for_nn") return (x + 0.5) / scale;
+  if (mode == "half_pixel_symmetric") {
+    // Opset 19: half_pixel, shifted so that the centre of the input maps to the centre
+    // of the output when the output length was floored (out < in * scale).
+    const double adjustment = static_cast<double>(out) / (static_cast<double>(in) * scale);
+    const double offset = static_cast<double>(in) / 2.0 * (1.0 - adjustment);
+    return offset + (x + 0.5) / scale - 0.5;
+  }
   return x / scale;  // asymmetric
 }
 
@@ -311,6 +351,46 @@ std::vector<std::pair<std::int64_t, double>> resize_cubic_taps(double src, std::
   if (exclude_outside && total != 0) {
     for (auto& tap : taps) tap.second /= total;
   }
+  return taps;
+}
+
+std::vector<std::pair<std::int64_t, double>> resize_antialias_taps(double src, std::int64_t in,
+                                                                   double scale, bool cubic,
+                                                                   double a, bool exclude_outside) {
+  const double radius = cubic ? 2.0 : 1.0;
+  scale = std::min(scale, 1.0);  // upscaling is not antialiased
+  // Taps base + k, k = first .. 1 - first, around base = ceil(src) - 1: the source
+  // coordinate lies at ratio in (0, 1] after base (an integer src sits on tap 1).
+  const auto first = static_cast<std::int64_t>(std::floor(-radius / scale)) + 1;
+  const std::int64_t count = 2 - 2 * first;
+  const double base_d = std::ceil(src) - 1.0;
+  const double ratio = src - base_d;
+  // The taps are read from the input padded by count / 2 = 1 - first edge copies on each
+  // side; a window reaching past that padding slides back inside it (weights unchanged).
+  const auto base = std::clamp<std::int64_t>(static_cast<std::int64_t>(base_d), -1, in - 1);
+  std::vector<std::pair<std::int64_t, double>> taps;
+  taps.reserve(static_cast<std::size_t>(count));
+  double total = 0;
+  for (std::int64_t k = first; k < first + count; ++k) {
+    const double x = std::fabs((static_cast<double>(k) - ratio) * scale);
+    const double w = cubic ? cubic_weight(x, a) : std::max(0.0, 1.0 - x);
+    taps.emplace_back(base + k, w);
+    total += w;
+  }
+  if (total != 0) {
+    for (auto& tap : taps) tap.second /= total;
+  }
+  if (exclude_outside) {
+    total = 0;
+    for (auto& [index, w] : taps) {
+      if (index < 0 || index >= in) w = 0;
+      total += w;
+    }
+    if (total != 0) {
+      for (auto& tap : taps) tap.second /= total;
+    }
+  }
+  for (auto& tap : taps) tap.first = std::clamp<std::int64_t>(tap.first, 0, in - 1);
   return taps;
 }
 

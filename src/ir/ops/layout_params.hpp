@@ -41,7 +41,8 @@ std::vector<std::int64_t> split_sizes(const Node& node, std::int64_t dim, const 
                                       std::size_t num_outputs);
 
 // Resize: per axis the scale used by the coordinate transform (the given scale, or
-// out/in when sizes were given) and the output shape.
+// out/in when sizes were given, or with keep_aspect_ratio_policy not_larger / not_smaller
+// the one scale of all resized axes) and the output shape.
 struct ResizePlan {
   std::vector<double> scales;
   Shape output;
@@ -59,6 +60,15 @@ double resize_source(const std::string& mode, std::int64_t o, double scale, std:
 std::int64_t resize_nearest_index(double x, const std::string& mode, std::int64_t in);
 std::vector<std::pair<std::int64_t, double>> resize_cubic_taps(double src, std::int64_t in,
                                                                double a, bool exclude_outside);
+// Antialiased linear or cubic Resize (antialias=1) on an axis downscaled by `scale` < 1:
+// the filter (triangle of radius 1, or Keys cubic of radius 2 with coefficient `a`) is
+// stretched by 1 / scale, so 2 * ceil(radius / scale) taps around `src` contribute; their weights
+// are normalised to sum to 1 (after dropping taps outside the input when `exclude_outside`),
+// indices clamped to the edge. The taps are those of ONNX's reference implementation, including its
+// edge padding.
+std::vector<std::pair<std::int64_t, double>> resize_antialias_taps(double src, std::int64_t in,
+                                                                   double scale, bool cubic,
+                                                                   double a, bool exclude_outside);
 
 // Axes from an int64 tensor, normalised against `rank`, checked for duplicates.
 std::vector<std::int64_t> normalized_axes(const Node& node, const std::vector<std::int64_t>& axes,

@@ -185,7 +185,7 @@ std::vector<TensorType> infer_resize(const ShapeContext& ctx) {
   if (mode != "nearest" && mode != "linear" && mode != "cubic") ctx.unsupported("mode '{}'", mode);
   const std::string ctm = node.attr_string("coordinate_transformation_mode", "half_pixel");
   if (ctm != "half_pixel" && ctm != "pytorch_half_pixel" && ctm != "align_corners" &&
-      ctm != "asymmetric" && ctm != "tf_half_pixel_for_nn") {
+      ctm != "asymmetric" && ctm != "tf_half_pixel_for_nn" && ctm != "half_pixel_symmetric") {
     ctx.unsupported("coordinate_transformation_mode '{}'", ctm);
   }
   if (mode == "nearest") {
@@ -196,9 +196,13 @@ std::vector<TensorType> infer_resize(const ShapeContext& ctx) {
   } else {
     ctx.require_dtype(0, {DType::F32});
   }
-  if (node.attr_int("antialias", 0) != 0) ctx.unsupported("antialias=1");
-  const std::string policy = node.attr_string("keep_aspect_ratio_policy", "stretch");
-  if (policy != "stretch") ctx.unsupported("keep_aspect_ratio_policy '{}'", policy);
+  // antialias (opset 18) widens the linear and cubic filters when downscaling; ONNX
+  // defines nothing for nearest.
+  if (node.attr_int("antialias", 0) != 0 && mode == "nearest") {
+    ctx.unsupported(
+        "antialias=1 with mode 'nearest' (antialiasing is defined for linear and "
+        "cubic only)");
+  }
   const Tensor* scales = ctx.has_input(2) ? &ctx.required_constant(2, "scales") : nullptr;
   const Tensor* sizes = ctx.has_input(3) ? &ctx.required_constant(3, "sizes") : nullptr;
   return {{x.dtype, resize_plan(node, x.shape, scales, sizes).output}};

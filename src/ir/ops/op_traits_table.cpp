@@ -38,9 +38,11 @@ void primitive_classes(OpSchemaTable& table) {
            {"ReduceSum", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ArgMax", "ArgMin",
             "TopK", "MaxPool", "AveragePool", "RoiAlign", "Expand", "CumSum"},
            [](OpTraits& t) { t.primitive = PrimitiveClass::ReduceBroadcast; });
+  // Col2Im sums overlapping blocks back into an image: per output element a gather of
+  // at most prod(block) inputs, memory-bound like the other layout ops.
   for_each(table,
            {"Transpose", "Reshape", "Slice", "Concat", "Pad", "Gather", "Resize", "Identity",
-            "ScatterND", "GatherElements", "GatherND", "ScatterElements"},
+            "ScatterND", "GatherElements", "GatherND", "ScatterElements", "Col2Im"},
            [](OpTraits& t) { t.primitive = PrimitiveClass::Layout; });
   for_each(table, {"MatMul", "Conv", "ConvTranspose"},
            [](OpTraits& t) { t.primitive = PrimitiveClass::Linear; });
@@ -65,7 +67,7 @@ void access_patterns(OpSchemaTable& table) {
   for_each(table,
            {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Slice", "Concat", "Split",
             "Pad", "Expand", "Tile", "Resize", "DepthToSpace", "SpaceToDepth", "Dropout",
-            "ScatterND", "ScatterElements"},
+            "ScatterND", "ScatterElements", "Col2Im"},
            access(AccessPattern::Layout));
   for_each(table, {"Exp",   "Log",  "Erf",  "Tanh",       "Sigmoid", "Softplus", "Softsign",
                    "Sqrt",  "Div",  "Pow",  "Reciprocal", "Sin",     "Cos",      "Tan",

@@ -417,7 +417,56 @@ TEST(CodegenLayout, ResizeModes) {
                          {{"mode", std::string("linear")},
                           {"coordinate_transformation_mode", std::string("align_corners")}});
   const auto cu = resize("s4", {1, 1, 2, 2}, {{"mode", std::string("cubic")}});
-  check(b.finish({nn, b.node("Relu", {lin}), ac, cu}));
+  const auto sym =
+      resize("s5", {1, 1, 0.7f, 1.5f},
+             {{"mode", std::string("linear")},
+              {"coordinate_transformation_mode", std::string("half_pixel_symmetric")}});
+  check(b.finish({nn, b.node("Relu", {lin}), ac, cu, sym}));
+}
+
+// Antialiased Resize (opset 18): per axis a table of as many taps as the stretched filter
+// covers, summed as written-out combinations (few) or as loops over each axis's taps
+// (many); keep_aspect_ratio_policy's common scale comes from the shared plan.
+TEST(CodegenLayout, ResizeAntialiasAndKeepAspectRatio) {
+  GraphBuilder b;
+  const auto x = b.input("x", {1, 2, 9, 13});
+  auto scaled = [&](const std::string& key, std::vector<float> scales,
+                    std::map<std::string, Attribute> attrs) {
+    attrs["antialias"] = std::int64_t{1};
+    return b.node("Resize", {x, "", b.constant(key, Tensor::from_vector<float>({4}, scales))},
+                  std::move(attrs));
+  };
+  // 4 x 8 taps (loops); 8 x 6 cubic taps excluding outside (loops); 4 taps (written out).
+  const auto lin = scaled("s1", {1, 1, 0.5f, 0.3f}, {{"mode", std::string("linear")}});
+  const auto cu = scaled("s2", {1, 1, 0.6f, 0.8f},
+                         {{"mode", std::string("cubic")},
+                          {"exclude_outside", std::int64_t{1}},
+                          {"coordinate_transformation_mode", std::string("align_corners")}});
+  const auto one = scaled("s3", {1, 1, 1, 0.8f}, {{"mode", std::string("linear")}});
+  const auto kept = b.node(
+      "Resize", {x, "", "", b.constant("sz", Tensor::from_vector<std::int64_t>({2}, {4, 4}))},
+      {{"mode", std::string("linear")},
+       {"axes", std::vector<std::int64_t>{2, 3}},
+       {"keep_aspect_ratio_policy", std::string("not_larger")}});
+  check(b.finish({b.node("Relu", {lin}), cu, one, kept}));
+}
+
+// Col2Im as a gather over block offsets, fed by and feeding elementwise ops.
+TEST(CodegenLayout, Col2Im) {
+  GraphBuilder b;
+  auto shape = [&](const std::string& key, std::vector<std::int64_t> v) {
+    const auto n = static_cast<std::int64_t>(v.size());
+    return b.constant(key, Tensor::from_vector<std::int64_t>({n}, v));
+  };
+  const auto x = b.input("x", {2, 12, 16});
+  const auto plain =
+      b.node("Col2Im", {b.node("Exp", {x}), shape("i1", {5, 5}), shape("b1", {2, 2})});
+  const auto y = b.input("y", {1, 12, 21});
+  const auto strided = b.node("Col2Im", {y, shape("i2", {6, 7}), shape("b2", {2, 3})},
+                              {{"strides", std::vector<std::int64_t>{2, 1}},
+                               {"dilations", std::vector<std::int64_t>{2, 1}},
+                               {"pads", std::vector<std::int64_t>{1, 0, 1, 2}}});
+  check(b.finish({b.node("Relu", {plain}), strided}));
 }
 
 TEST(CodegenLinear, MatMulShapes) {

@@ -476,6 +476,27 @@ TEST_F(CostKernel, SliceReadsOnlyWhatItKeeps) {
   EXPECT_DOUBLE_EQ(c.dram_bytes, 2.0 * 512 * 1024 * 4 + 3 * 8);
 }
 
+// Col2Im is a layout primitive: priced by the bytes it reads (the blocks and its two
+// shape constants) and writes (the image), its additions far below the memory time.
+TEST_F(CostKernel, Col2ImIsMemoryBound) {
+  Graph g;
+  g.set_type("x", DType::F32, {1, 16 * 9, 64 * 64});
+  g.set_constant("image", Tensor::from_int64s({64, 64}));
+  g.set_constant("block", Tensor::from_int64s({3, 3}));
+  g.set_type("y", DType::F32, {1, 16, 64, 64});
+  g.inputs = {"x"};
+  Node node = make_node("c2i", "Col2Im", {"x", "image", "block"}, {"y"});
+  node.attributes["pads"] = std::vector<std::int64_t>{1, 1, 1, 1};
+  g.nodes.push_back(node);
+  g.outputs = {"y"};
+  for (const std::string device : {"a100", "cpu"}) {
+    const KernelCost c = breakdown(g, {0}, device);
+    EXPECT_DOUBLE_EQ(c.dram_bytes, 4.0 * (16 * 9 * 4096 + 16 * 4096) + 4 * 8);
+    EXPECT_DOUBLE_EQ(c.flops, 16.0 * 9 * 4096);  // one addition per block element
+    EXPECT_FALSE(c.compute_bound()) << device;
+  }
+}
+
 TEST_F(CostKernel, CostModelInterfaceAllowsAFallbackWrapper) {
   // What a measured model looks like: answer from a table, else ask the analytic model.
   class TableModel : public CostModel {

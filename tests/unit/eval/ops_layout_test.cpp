@@ -2,6 +2,7 @@
 // and kernels on several dtypes, with expected values written out by hand.
 #include <gtest/gtest.h>
 
+#include "error_message.hpp"
 #include "op_test_util.hpp"
 #include "util/error.hpp"
 
@@ -248,6 +249,116 @@ TEST(LayoutResize, BilinearHalfPixelAndAlignCorners) {
                            {"sc", f32({4}, {1, 1, 0.6f, 0.6f}), true}},
                           {{"mode", std::string("linear")}});
   EXPECT_TRUE(tensors_close(dn[0], f32({1, 1, 1, 2}, {2.6666667f, 4.3333335f}), 1e-5, 1e-5));
+}
+
+// half_pixel_symmetric (opset 19): 4 * 0.6 = 2.4 floored to 2 outputs; the half_pixel
+// coordinates (0.33, 2.0) shift by 4 / 2 * (1 - 2 / 2.4) = 1/3, centring the samples.
+TEST(LayoutResize, HalfPixelSymmetric) {
+  auto y = run_single_op(
+      "Resize",
+      {{"x", f32({1, 4}, {1, 2, 3, 4})}, {"", Tensor()}, {"sc", f32({2}, {1, 0.6f}), true}},
+      {{"mode", std::string("linear")},
+       {"coordinate_transformation_mode", std::string("half_pixel_symmetric")}});
+  EXPECT_TRUE(tensors_close(y[0], f32({1, 2}, {1 + 2 / 3.0f, 3 + 1 / 3.0f}), 1e-5, 1e-5));
+}
+
+// antialias=1 (opset 18), downscaling 1x4 by 0.5 (half_pixel): the triangle filter
+// stretched to radius 2 covers four taps around source 0.5 and 2.5, at distances
+// 1.5, 0.5, 0.5, 1.5 input pixels, i.e. weights 0.25, 0.75, 0.75, 0.25 normalised to
+// 1/8, 3/8, 3/8, 1/8 (indices clamped to the edge).
+TEST(LayoutResize, AntialiasedDownsampleHandComputed) {
+  const Tensor x = f32({1, 1, 1, 4}, {1, 2, 3, 4});
+  const OpInput half{"sc", f32({4}, {1, 1, 1, 0.5f}), true};
+  Attrs linear = {{"mode", std::string("linear")}, {"antialias", std::int64_t{1}}};
+  auto y = run_single_op("Resize", {{"x", x}, {"", Tensor()}, half}, linear);
+  // (1 + 3 * 1 + 3 * 2 + 3) / 8 and (2 + 3 * 3 + 3 * 4 + 4) / 8.
+  EXPECT_TRUE(tensors_close(y[0], f32({1, 1, 1, 2}, {1.625f, 3.375f}), 1e-6, 1e-6));
+  // Without antialiasing the same points blend two taps: 1.5 and 3.5.
+  auto plain = linear;
+  plain["antialias"] = std::int64_t{0};
+  y = run_single_op("Resize", {{"x", x}, {"", Tensor()}, half}, plain);
+  EXPECT_TRUE(tensors_close(y[0], f32({1, 1, 1, 2}, {1.5f, 3.5f}), 1e-6, 1e-6));
+  // exclude_outside drops the tap left (right) of the input and renormalises by 7/8.
+  auto excluding = linear;
+  excluding["exclude_outside"] = std::int64_t{1};
+  y = run_single_op("Resize", {{"x", x}, {"", Tensor()}, half}, excluding);
+  EXPECT_TRUE(tensors_close(y[0], f32({1, 1, 1, 2}, {1.5f / 0.875f, 2.875f / 0.875f}), 1e-6, 1e-6));
+  // Cubic (a = -0.75) stretched to radius 4: eight taps at distances 3.5 .. 0.5 on each
+  // side, Keys weights W(1.75), W(1.25), W(0.75), W(0.25) = -0.03515625, -0.10546875,
+  // 0.26171875, 0.87890625 (mirrored), summing to 2. Source 0.5 reads 1,1,1,1,2,3,4,4.
+  Attrs cubic = {{"mode", std::string("cubic")}, {"antialias", std::int64_t{1}}};
+  y = run_single_op("Resize", {{"x", x}, {"", Tensor()}, half}, cubic);
+  const double w[] = {-0.03515625, -0.10546875, 0.26171875, 0.87890625};
+  const double first =
+      ((w[0] + w[1] + w[2] + w[3]) * 1 + w[3] * 2 + w[2] * 3 + (w[1] + w[0]) * 4) / 2;
+  EXPECT_DOUBLE_EQ(first, 1.490234375);
+  // The ramp is symmetric: the second output mirrors the first (5 - 1.490234375).
+  EXPECT_TRUE(tensors_close(y[0], f32({1, 1, 1, 2}, {1.490234375f, 3.509765625f}), 1e-6, 1e-6));
+  // Upscaling is not antialiased: the same as plain linear.
+  const OpInput twice{"sc2", f32({4}, {1, 1, 1, 2}), true};
+  EXPECT_TRUE(tensors_close(run_single_op("Resize", {{"x", x}, {"", Tensor()}, twice}, linear)[0],
+                            run_single_op("Resize", {{"x", x}, {"", Tensor()}, twice}, plain)[0],
+                            1e-6, 1e-6));
+  // Nearest has no antialiased form.
+  EXPECT_THROW(shape_of("Resize", {{"x", x}, {"", Tensor()}, half},
+                        {{"mode", std::string("nearest")}, {"antialias", std::int64_t{1}}}),
+               UnsupportedError);
+}
+
+// keep_aspect_ratio_policy (opset 18): one scale for every axis in `axes`, the smallest
+// (not_larger) or largest (not_smaller) sizes[i] / in[axes[i]], output length that scale
+// times the input rounded half up.
+TEST(LayoutResize, KeepAspectRatioPolicyShapes) {
+  const Tensor x = iota_f32({1, 3, 20, 30});
+  auto policy = [](const std::string& p) {
+    return Attrs{{"keep_aspect_ratio_policy", p}, {"axes", Ints{2, 3}}};
+  };
+  const std::vector<OpInput> inputs = {
+      {"x", x}, {"", Tensor()}, {"", Tensor()}, c64("sz", {10, 10})};
+  EXPECT_EQ(shape_of("Resize", inputs, policy("stretch")), (Shape{1, 3, 10, 10}));
+  EXPECT_EQ(shape_of("Resize", inputs, policy("not_larger")), (Shape{1, 3, 7, 10}));  // 6.67
+  EXPECT_EQ(shape_of("Resize", inputs, policy("not_smaller")), (Shape{1, 3, 10, 15}));
+  // Axes in the other order, and negative: the same scale.
+  Attrs reversed = {{"keep_aspect_ratio_policy", std::string("not_larger")}, {"axes", Ints{-1, 2}}};
+  EXPECT_EQ(shape_of("Resize", inputs, reversed), (Shape{1, 3, 7, 10}));
+  // 5 * 0.5 = 2.5 rounds up to 3 rows, sampled at scale 0.5 (not 3 / 5): the first two
+  // rows are those of scales 0.5, the third continues them.
+  const Tensor small = iota_f32({1, 1, 5, 8});
+  Attrs nearest = policy("not_larger");
+  auto y = run_single_op(
+      "Resize", {{"x", small}, {"", Tensor()}, {"", Tensor()}, c64("sz", {4, 4})}, nearest);
+  ASSERT_EQ(y[0].shape(), (Shape{1, 1, 3, 4}));
+  auto by_scale = run_single_op(
+      "Resize", {{"x", small}, {"", Tensor()}, {"sc", f32({4}, {1, 1, 0.5f, 0.5f}), true}});
+  ASSERT_EQ(by_scale[0].shape(), (Shape{1, 1, 2, 4}));
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(y[0].values<float>()[i], by_scale[0].values<float>()[i]);
+  // Row 2 samples source row (2 + 0.5) / 0.5 - 0.5 = 4.5, rounded down to 4.
+  EXPECT_EQ(y[0].values<float>()[8], 32.0f);
+  // With scales the policy does not apply.
+  EXPECT_EQ(shape_of("Resize", {{"x", x}, {"", Tensor()}, {"sc", f32({2}, {0.5f, 0.5f}), true}},
+                     policy("not_smaller")),
+            (Shape{1, 3, 10, 15}));
+}
+
+TEST(LayoutResize, BadKeepAspectRatioPolicyNamesTheNode) {
+  const std::string message = testing::error_of([] {
+    shape_of(
+        "Resize",
+        {{"x", iota_f32({1, 1, 4, 4})}, {"", Tensor()}, {"", Tensor()}, c64("sz", {1, 1, 2, 2})},
+        {{"keep_aspect_ratio_policy", std::string("fit")}});
+  });
+  EXPECT_NE(message.find("n0"), std::string::npos) << message;
+  EXPECT_NE(message.find("keep_aspect_ratio_policy 'fit'"), std::string::npos) << message;
+  // An empty axis has no aspect ratio to keep.
+  EXPECT_NE(testing::error_of([] {
+              shape_of("Resize",
+                       {{"x", iota_f32({1, 1, 0, 4})},
+                        {"", Tensor()},
+                        {"", Tensor()},
+                        c64("sz", {1, 1, 2, 2})},
+                       {{"keep_aspect_ratio_policy", std::string("not_larger")}});
+            }).find("empty axis 2"),
+            std::string::npos);
 }
 
 TEST(LayoutGather, AxisNegativeIndicesAndDtypes) {

@@ -1,5 +1,6 @@
 // The newer op forms (opsets 18-24: Gelu, Mish, Swish, GroupNormalization in both forms,
-// RMSNormalization, RotaryEmbedding, Attention) through fission (only primitives, same
+// RMSNormalization, RotaryEmbedding, Attention, Col2Im, Resize's antialias and
+// keep_aspect_ratio_policy) through fission (only primitives, same
 // results as the op: |a - b| <= 1e-5 + 1e-4 |b|) and through orchestration and the CPU
 // plan executor (the optimal plan against the reference interpreter:
 // |plan - ref| <= 1e-4 + 1e-3 |ref|, as for the zoo models).
@@ -11,12 +12,14 @@
 #include "fission/fission_test_util.hpp"
 #include "orchestrate/orchestrator.hpp"
 #include "runtime/plan_executor.hpp"
+#include "runtime/small_graph.hpp"
 #include "test_config_roots.hpp"
 
 namespace orchid {
 namespace {
 
 using namespace fission_test;
+using Ints = std::vector<std::int64_t>;
 
 Tensor bools(Shape shape, std::uint64_t seed) {
   const Tensor r = random_f32(shape, seed);
@@ -114,6 +117,87 @@ TEST(NewerOpsPlan, Attention) {
                                        {"v", random_f32({2, 2, 3, 4}, 28)},
                                        {"mask", random_f32({2, 1, 3, 3}, 29)}},
                                       {{"softcap", 2.0F}}));
+}
+
+// Col2Im (opset 18) is a layout primitive: fission keeps it, orchestration prices it,
+// and the CPU plan executor runs it on its reference kernel.
+TEST(NewerOpsPlan, Col2Im) {
+  auto col2im = [](Shape x, Ints image, Ints block, Attrs attrs, std::uint64_t seed) {
+    return single_op_graph(
+        "Col2Im",
+        {{"x", random_f32(std::move(x), seed)},
+         {"image", testing::i64({static_cast<std::int64_t>(image.size())}, image), true},
+         {"block", testing::i64({static_cast<std::int64_t>(block.size())}, block), true}},
+        std::move(attrs), 1, 18);
+  };
+  // 5x5 image, 2x2 blocks at 4x4 positions, 3 channels, batch 2.
+  const Graph plain = col2im({2, 12, 16}, {5, 5}, {2, 2}, {}, 31);
+  EXPECT_EQ(op_types(fission(plain).graph), (std::multiset<std::string>{"Col2Im"}));
+  expect_plan_matches(plain);
+  // Strides, dilations and asymmetric pads: 3 x 7 positions of 2x3 blocks in a 6x7 image.
+  expect_plan_matches(
+      col2im({1, 12, 21}, {6, 7}, {2, 3},
+             {{"strides", Ints{2, 1}}, {"dilations", Ints{2, 1}}, {"pads", Ints{1, 0, 1, 2}}}, 32));
+  // One spatial axis.
+  expect_plan_matches(
+      col2im({1, 6, 3}, {6}, {3}, {{"strides", Ints{2}}, {"pads", Ints{1, 0}}}, 33));
+}
+
+// The opset-18 Resize forms oneDNN's resampling cannot compute (antialiased filters, and
+// keep_aspect_ratio_policy's common scale, which differs from out / in when the output
+// length was rounded) run on the reference kernel in plans.
+TEST(NewerOpsPlan, ResizeAntialiasAndKeepAspectRatio) {
+  auto resize = [](const std::string& key, Tensor value, Attrs attrs) {
+    const bool by_scale = key == "scales";
+    std::vector<OpInput> inputs = {{"x", random_f32({1, 2, 9, 13}, 34)}, {"", Tensor()}};
+    inputs.push_back(by_scale ? OpInput{"sc", value, true} : OpInput{"", Tensor()});
+    if (!by_scale) inputs.push_back({"sz", value, true});
+    return single_op_graph("Resize", inputs, std::move(attrs), 1, 18);
+  };
+  for (const std::string mode : {"linear", "cubic"}) {
+    SCOPED_TRACE(mode);
+    expect_plan_matches(resize("scales", testing::f32({4}, {1, 1, 0.5F, 0.3F}),
+                               {{"mode", mode}, {"antialias", std::int64_t{1}}}));
+    expect_plan_matches(resize("sizes", testing::i64({4}, {1, 2, 4, 20}),
+                               {{"mode", mode},
+                                {"antialias", std::int64_t{1}},
+                                {"exclude_outside", std::int64_t{1}},
+                                {"coordinate_transformation_mode", std::string("align_corners")}}));
+  }
+  // 9 x 13 to at most 4 x 4: scale 4 / 13, 2.77 rows rounded to 3 (oneDNN would sample
+  // at 3 / 9).
+  expect_plan_matches(resize("sizes", testing::i64({2}, {4, 4}),
+                             {{"mode", std::string("linear")},
+                              {"axes", Ints{2, 3}},
+                              {"keep_aspect_ratio_policy", std::string("not_larger")}}));
+  expect_plan_matches(resize("sizes", testing::i64({2}, {4, 4}),
+                             {{"mode", std::string("linear")},
+                              {"axes", Ints{2, 3}},
+                              {"keep_aspect_ratio_policy", std::string("not_smaller")},
+                              {"antialias", std::int64_t{1}}}));
+}
+
+// Col2Im and an antialiased Resize between elementwise ops, all in one kernel: the
+// stage builder runs what its fused loops cannot express on reference kernels.
+TEST(NewerOpsPlan, Col2ImAndAntialiasedResizeInOneKernel) {
+  const Graph g =
+      runtime_test::make_graph({{"x", {1, 8, 9}}},
+                               {{"image", runtime_test::i64({2}, {4, 4})},
+                                {"block", runtime_test::i64({2}, {2, 2})},
+                                {"half", runtime_test::f32({4}, {1, 1, 0.5F, 0.5F})},
+                                {"k", runtime_test::pattern({1, 8, 9})}},
+                               {{"Mul", {"x", "k"}, {"m"}},
+                                {"Col2Im", {"m", "image", "block"}, {"c"}},
+                                {"Resize",
+                                 {"c", "", "half"},
+                                 {"r"},
+                                 {{"mode", std::string("cubic")}, {"antialias", std::int64_t{1}}}},
+                                {"Relu", {"r"}, {"y"}}},
+                               {"y"});
+  PlanExecutor executor(g, runtime_test::one_kernel_plan(g), {});
+  const TensorMap feed = make_random_inputs(g, 5);
+  EXPECT_TRUE(testing::tensors_close(executor.run(feed).at("y"),
+                                     ReferenceInterpreter(g).run(feed).at("y"), 1e-3, 1e-4));
 }
 
 TEST(NewerOpsPlan, RefusedAttentionFormsAreNamed) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace orchid::mapping {
 
@@ -93,6 +94,85 @@ double cpu_spatial_comm_seconds(const Layer& layer, int p, const CpuNetwork& net
 double cpu_oversubscription(int busy_threads, const CpuNetwork& net) {
   if (net.cores <= 0) return 1;
   return std::max(1.0, static_cast<double>(busy_threads) / net.cores);
+}
+
+int cpu_busy_ranks(const Layer& layer, Strategy s, int p) {
+  if (!cpu_runner_splits(layer, s, p)) return 1;
+  if (s == Strategy::Batch) return static_cast<int>(std::min<std::int64_t>(p, layer.batch));
+  return p;
+}
+
+SharedCoreTimes simulate_shared_cores(const std::vector<SharedCoreLayer>& layers,
+                                      const std::vector<std::vector<int>>& group_order, int cores) {
+  const std::size_t n = layers.size();
+  constexpr double kNever = std::numeric_limits<double>::infinity();
+  SharedCoreTimes t;
+  t.start.assign(n, kNever);
+  t.computed.assign(n, kNever);
+  t.finish.assign(n, kNever);
+  enum class State { Waiting, Computing, Messaging, Done };
+  std::vector<State> state(n, State::Waiting);
+  std::vector<double> left(n);
+  for (std::size_t l = 0; l < n; ++l) left[l] = std::max(0.0, layers[l].work);
+  std::vector<std::size_t> next(group_order.size(), 0);  // per group: its next layer
+  std::vector<bool> busy(group_order.size(), false);
+  std::size_t done = 0;
+  double now = 0;
+  // Each pass starts what can start, then advances to the next event.
+  while (done < n) {
+    double event = kNever;
+    for (std::size_t g = 0; g < group_order.size(); ++g) {
+      if (busy[g] || next[g] >= group_order[g].size()) continue;
+      const int l = group_order[g][next[g]];
+      double ready = 0;
+      bool known = true;
+      for (const auto& [u, delay] : layers[l].ready_after) {
+        if (state[u] != State::Done) {
+          known = false;
+          break;
+        }
+        ready = std::max(ready, t.finish[u] + delay);
+      }
+      if (!known) continue;  // a predecessor's finish is an event of its own
+      if (ready > now) {
+        event = std::min(event, ready);
+        continue;
+      }
+      busy[g] = true;
+      ++next[g];
+      t.start[l] = now;
+      state[l] = State::Computing;
+    }
+    int threads = 0;
+    for (std::size_t l = 0; l < n; ++l) {
+      if (state[l] == State::Computing) threads += layers[l].threads;
+    }
+    const double rate = cores > 0 && threads > cores ? static_cast<double>(cores) / threads : 1.0;
+    for (std::size_t l = 0; l < n; ++l) {
+      if (state[l] == State::Computing) event = std::min(event, now + left[l] / rate);
+      if (state[l] == State::Messaging) event = std::min(event, t.finish[l]);
+    }
+    if (!(event < kNever)) break;  // nothing can move: a cycle (not produced by callers)
+    const double step = event - now;
+    now = event;
+    for (std::size_t l = 0; l < n; ++l) {
+      if (state[l] == State::Computing) {
+        left[l] -= step * rate;
+        if (left[l] <= 1e-12 * std::max(1.0, layers[l].work)) {
+          t.computed[l] = now;
+          t.finish[l] = now + std::max(0.0, layers[l].fixed);
+          state[l] = State::Messaging;
+        }
+      }
+      if (state[l] == State::Messaging && t.finish[l] <= now) {
+        t.finish[l] = std::max(t.finish[l], now);
+        state[l] = State::Done;
+        busy[layers[l].group] = false;
+        ++done;
+      }
+    }
+  }
+  return t;
 }
 
 }  // namespace orchid::mapping

@@ -15,6 +15,9 @@
 //    by threads / cores while they all compute.
 #pragma once
 
+#include <utility>
+#include <vector>
+
 #include "mapping/sharding.hpp"
 #include "mapping/workload.hpp"
 
@@ -46,5 +49,28 @@ double cpu_spatial_comm_seconds(const Layer& layer, int p, const CpuNetwork& net
 
 // Slow-down of compute when `busy_threads` threads run on the cluster's shared cores.
 double cpu_oversubscription(int busy_threads, const CpuNetwork& net);
+
+// Ranks that compute while the runner runs `layer` split by `s` over p ranks: 1 when it
+// does not split it, at most the batch for batch splits (the others have no samples).
+int cpu_busy_ranks(const Layer& layer, Strategy s, int p);
+
+// Groups of ranks that share `cores` cores, each running its layers in order: a layer
+// starts when its group is free and its inputs have arrived (`ready_after`: per
+// predecessor, the delay after its finish), computes `work` seconds of one-core-per-thread
+// time with `threads` busy threads, then spends `fixed` seconds on messages (no core).
+// While layers of several groups compute at once and their threads exceed the cores, all
+// of them progress at cores / threads of their speed (the kernel shares the cores
+// fairly). Returns each layer's start, end of compute and finish.
+struct SharedCoreLayer {
+  int group = 0;
+  double work = 0, fixed = 0;
+  int threads = 1;
+  std::vector<std::pair<int, double>> ready_after;  // (predecessor, delay)
+};
+struct SharedCoreTimes {
+  std::vector<double> start, computed, finish;
+};
+SharedCoreTimes simulate_shared_cores(const std::vector<SharedCoreLayer>& layers,
+                                      const std::vector<std::vector<int>>& group_order, int cores);
 
 }  // namespace orchid::mapping

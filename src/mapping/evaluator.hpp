@@ -95,6 +95,9 @@ class Evaluator {
 
  private:
   double run(const Mapping& mapping, Schedule* out) const;
+  double simulate_groups(const Mapping& m, const std::vector<Strategy>& strat,
+                         const std::vector<SharedCoreLayer>& sim, std::vector<double>& start,
+                         std::vector<double>& finish, Schedule* out) const;
   std::size_t slot(int layer, int design, int p, Strategy s) const {
     return ((static_cast<std::size_t>(layer) * designs_ + design) * (max_p_ + 1) + p) *
                kStrategies +

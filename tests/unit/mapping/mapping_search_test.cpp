@@ -110,6 +110,80 @@ TEST(MappingEvaluator, CpuClusterChainsPayOnlyAtTheirEnds) {
   }
 }
 
+// Groups that compute at the same time share the cores: two independent layers of two
+// threads each on two cores take twice as long as alone; a chain across the groups (one
+// group computing at a time) is not slowed; messages take no core.
+TEST(MappingEvaluator, SharedCoresStretchGroupsThatComputeTogether) {
+  std::vector<SharedCoreLayer> parallel(2);
+  parallel[0] = {0, 1.0, 0.0, 2, {}};
+  parallel[1] = {1, 1.0, 0.5, 2, {}};
+  SharedCoreTimes t = simulate_shared_cores(parallel, {{0}, {1}}, 2);
+  EXPECT_DOUBLE_EQ(t.computed[0], 2.0);
+  EXPECT_DOUBLE_EQ(t.finish[0], 2.0);
+  EXPECT_DOUBLE_EQ(t.finish[1], 2.5);
+  // Uneven: 1 s and 3 s of work; both at half speed until the first is done at 2 s, then
+  // the second alone: 3 - 1 = 2 s left, done at 4 s.
+  parallel[1] = {1, 3.0, 0.0, 2, {}};
+  t = simulate_shared_cores(parallel, {{0}, {1}}, 2);
+  EXPECT_DOUBLE_EQ(t.finish[0], 2.0);
+  EXPECT_DOUBLE_EQ(t.finish[1], 4.0);
+  // A chain: layer 1 (group 1) waits for layer 0 plus a 0.25 s transfer.
+  std::vector<SharedCoreLayer> chain(2);
+  chain[0] = {0, 1.0, 0.0, 2, {}};
+  chain[1] = {1, 1.0, 0.0, 2, {{0, 0.25}}};
+  t = simulate_shared_cores(chain, {{0}, {1}}, 2);
+  EXPECT_DOUBLE_EQ(t.start[1], 1.25);
+  EXPECT_DOUBLE_EQ(t.finish[1], 2.25);
+  // Within a group, layers run in the given order.
+  std::vector<SharedCoreLayer> one(2);
+  one[0] = {0, 1.0, 0.0, 1, {}};
+  one[1] = {0, 1.0, 0.0, 1, {}};
+  t = simulate_shared_cores(one, {{1, 0}}, 2);
+  EXPECT_DOUBLE_EQ(t.finish[1], 1.0);
+  EXPECT_DOUBLE_EQ(t.finish[0], 2.0);
+}
+
+// On cpu4 (4 ranks, 2 cores) two groups of 2 ranks running two independent branches at
+// once gain nothing in compute over one group running them in turn.
+TEST(MappingEvaluator, SideBySideGroupsOnSharedCoresGainNothing) {
+  const System sys = load_system(kRoot + "/configs/systems/cpu4.toml");
+  ASSERT_EQ(sys.cpu_network.cores, 2);
+  Workload w;
+  w.name = "branches";
+  w.batch = 2;
+  for (int i = 0; i < 2; ++i) {
+    Layer l;
+    l.name = "conv" + std::to_string(i);
+    l.kind = LayerKind::Conv;
+    l.m = l.n = 32;
+    l.r = l.c = 32;
+    l.k = 3;
+    l.p = 1;
+    l.batch = 2;
+    w.layers.push_back(l);
+  }
+  w.link();
+  const Evaluator ev(w, sys);
+  Mapping apart, together;
+  apart.groups = {{0, 2, 0}, {0, 2, 2}};
+  apart.group_of = {0, 1};
+  apart.strategy = {Strategy::Batch, Strategy::Batch};
+  together.groups = {{0, 2, 0}, {0, 2, 2}};
+  together.group_of = {0, 0};
+  together.strategy = apart.strategy;
+  const double one = ev.compute_seconds(0, 0, 2, Strategy::Batch);
+  const double gather = cpu_batch_comm_seconds(w.layers[0], 2, sys.cpu_network, false, true);
+  EXPECT_GT(one, 0);
+  EXPECT_GT(gather, 0);
+  // In turn: compute, gather, compute, gather. Side by side: both computations at half
+  // speed, then the two gathers at once; only the messages overlap.
+  EXPECT_NEAR(ev.makespan(together), 2 * (one + gather), 1e-12);
+  EXPECT_NEAR(ev.makespan(apart), 2 * one + gather, 1e-12);
+  const Schedule s = ev.schedule(apart);
+  EXPECT_NEAR(s.finish[0], 2 * one + gather, 1e-12);
+  EXPECT_NEAR(s.start[1], 0, 1e-12);
+}
+
 TEST(MappingEvaluator, ShardedChainChargesReshardAndWeights) {
   const System sys = small_system();
   Workload w;

@@ -20,6 +20,7 @@
 #include "orchestrate/orchestrator.hpp"
 #include "orchestrate/plan_export.hpp"
 #include "passes/load_model.hpp"
+#include "passes/widen_half_floats.hpp"
 #include "profile/cpu_environment.hpp"
 #include "profile/plan_selection.hpp"
 #include "profile/plan_selection_cache.hpp"
@@ -49,11 +50,14 @@ class Session {
     py::gil_scoped_release release;
     loaded_ = load_model(model, import_options(dims, shapes));
     const Graph& g = loaded_.graph;
+    // Plans run f16/bf16 models widened to f32, as `orchid run` does
+    // (passes/widen_half_floats.hpp); run() casts at the boundary.
+    if (engine != "reference" && has_half_floats(g)) widened_ = widen_half_floats(g);
     if (engine == "plan") {
       if (!plan_json) internal_error("Session: the plan engine needs a plan");
       g.require_static_shapes(fmt::format("'{}': the plan executor", model));
       plan_ = std::make_unique<ExecutablePlan>(
-          import_plan(g, *plan_json, fmt::format("the plan for '{}'", model)));
+          import_plan(plan_graph(), *plan_json, fmt::format("the plan for '{}'", model)));
       executor_ = std::make_unique<PlanExecutor>(plan_->fission.graph, plan_->plan,
                                                  plan_->fission.alternatives);
       plan_json_ = plan_json;
@@ -117,7 +121,13 @@ class Session {
       // One run at a time per session: the executor's arena is shared state.
       std::lock_guard<std::mutex> lock(mutex_);
       omp_set_num_threads(threads_);  // per session: another may have set fewer
-      results = executor_ ? executor_->run(inputs) : interpreter_->run(inputs);
+      if (!executor_) {
+        results = interpreter_->run(inputs);
+      } else if (widened_) {
+        results = narrow_outputs(g, executor_->run(widen_feed(inputs)));
+      } else {
+        results = executor_->run(inputs);
+      }
     }
     py::list out;
     for (const auto& name : wanted) out.append(array_from_tensor(results.at(name)));
@@ -129,8 +139,8 @@ class Session {
   // keeping the 3 best plans, time them and greedy fusion end to end (or reuse the
   // choice cached for this model and machine), and run the fastest on its warm executor.
   void choose_plan(const std::vector<std::string>& config_dirs) {
-    const Graph& g = loaded_.graph;
-    g.require_static_shapes(fmt::format("'{}': the plan executor", model_));
+    loaded_.graph.require_static_shapes(fmt::format("'{}': the plan executor", model_));
+    const Graph& g = plan_graph();
     const auto cost_model =
         make_analytic_cost_model(load_device_spec("cpu", config_roots(config_dirs)));
     OrchestrateOptions options;
@@ -152,9 +162,12 @@ class Session {
     }
   }
 
+  const Graph& plan_graph() const { return widened_ ? *widened_ : loaded_.graph; }
+
   std::string model_;
   int threads_ = 0;  // OpenMP threads for its runs (default: the cores it may use)
   LoadedModel loaded_;
+  std::optional<Graph> widened_;                  // the f32 graph plans run, for f16/bf16 models
   std::unique_ptr<ExecutablePlan> plan_;          // before the executor, which reads it
   std::unique_ptr<Orchestration> orchestration_;  // likewise (the chosen plan's source)
   std::unique_ptr<PlanExecutor> executor_;

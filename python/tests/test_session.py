@@ -2,12 +2,15 @@
 `orchid run`, and errors with the CLI's messages."""
 
 import json
+import pathlib
 
 import numpy as np
 import pytest
 
 import orchid
 from conftest import model, run_cli
+
+MODELS_DATA = pathlib.Path(__file__).resolve().parents[2] / "tests" / "data" / "models"
 
 
 def random_feed(sess, seed=0):
@@ -120,3 +123,16 @@ def test_default_plan_is_what_orchid_run_chooses(tmp_path, monkeypatch):
     assert report["selection"]["cached"] == str(cache)
     again = orchid.InferenceSession(model("tiny_conv"))
     assert again.plan.kind == sess.plan.kind and again.plan.kernels == sess.plan.kernels
+
+
+def test_half_float_model_runs_widened_like_the_cli():
+    # f16 weights and compute inside, f32 inputs and outputs: plans run it widened to
+    # f32, as `orchid run --device cpu` does; the reference interpreter rounds every
+    # tensor to f16, hence the tolerance (README: 1e-2 (1 + max|ref|)).
+    path = str(MODELS_DATA / "mlp_fp16.onnx")
+    sess = orchid.InferenceSession(path, device="cpu")
+    ref = orchid.InferenceSession(path, device="reference")
+    feed = random_feed(sess, seed=5)
+    (got,), (want,) = sess.run(None, feed), ref.run(None, feed)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert np.max(np.abs(got - want)) <= 1e-2 * (1 + np.max(np.abs(want)))

@@ -66,27 +66,34 @@ TEST(MappingEvaluator, DiamondOnTwoGroupsHasTheHandComputedMakespan) {
   EXPECT_EQ(s.devices[1].size(), 1u);
 }
 
+// `count` 3x3 convolutions of `channels` channels on size x size images, batch 2, each
+// reading the one before (`chained`) or all independent.
+Workload convolutions(const std::string& name, int count, int channels, int size, bool chained) {
+  Workload w;
+  w.name = name;
+  w.batch = 2;
+  for (int i = 0; i < count; ++i) {
+    Layer l;
+    l.name = "conv" + std::to_string(i);
+    l.kind = LayerKind::Conv;
+    l.m = l.n = channels;
+    l.r = l.c = size;
+    l.k = 3;
+    l.p = 1;
+    l.batch = 2;
+    if (chained && i > 0) l.preds = {i - 1};
+    w.layers.push_back(l);
+  }
+  w.link();
+  return w;
+}
+
 // CPU clusters, priced as the plan runner moves data: a chain of batch-split layers keeps
 // the samples on the ranks (graph inputs are on every rank), so only the chain's result is
 // gathered; a chain of spatially split convolutions exchanges halo rows in between.
 TEST(MappingEvaluator, CpuClusterChainsPayOnlyAtTheirEnds) {
   const System sys = load_system(kRoot + "/configs/systems/cpu2.toml");
-  Workload w;
-  w.name = "chain";
-  w.batch = 2;
-  for (int i = 0; i < 3; ++i) {
-    Layer l;
-    l.name = "conv" + std::to_string(i);
-    l.kind = LayerKind::Conv;
-    l.m = l.n = 8;
-    l.r = l.c = 16;
-    l.k = 3;
-    l.p = 1;
-    l.batch = 2;
-    if (i > 0) l.preds = {i - 1};
-    w.layers.push_back(l);
-  }
-  w.link();
+  const Workload w = convolutions("chain", 3, 8, 16, true);
   const Evaluator ev(w, sys);
   const CpuNetwork& net = sys.cpu_network;
   for (Strategy s : {Strategy::Batch, Strategy::Spatial}) {
@@ -148,21 +155,7 @@ TEST(MappingEvaluator, SharedCoresStretchGroupsThatComputeTogether) {
 TEST(MappingEvaluator, SideBySideGroupsOnSharedCoresGainNothing) {
   const System sys = load_system(kRoot + "/configs/systems/cpu4.toml");
   ASSERT_EQ(sys.cpu_network.cores, 2);
-  Workload w;
-  w.name = "branches";
-  w.batch = 2;
-  for (int i = 0; i < 2; ++i) {
-    Layer l;
-    l.name = "conv" + std::to_string(i);
-    l.kind = LayerKind::Conv;
-    l.m = l.n = 32;
-    l.r = l.c = 32;
-    l.k = 3;
-    l.p = 1;
-    l.batch = 2;
-    w.layers.push_back(l);
-  }
-  w.link();
+  const Workload w = convolutions("branches", 2, 32, 32, false);
   const Evaluator ev(w, sys);
   Mapping apart, together;
   apart.groups = {{0, 2, 0}, {0, 2, 2}};

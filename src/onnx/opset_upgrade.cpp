@@ -326,6 +326,9 @@ void upgrade_to_opset17(Graph& graph, std::int64_t from_opset, const TypeHints& 
       if (node.op_type == r.op_type && from_opset < r.before_opset) rule = &r;
     }
     if (rule) {
+      // Every op these rules rewrite reads a data input first (a fuzzed Clip without
+      // inputs made the rule read past the end).
+      if (!node.has_input(0)) u.refuse(node, "{} needs its first input", node.op_type);
       try {
         rule->rewrite(u, node, upgraded);
       } catch (const UnsupportedError&) {

@@ -1235,6 +1235,20 @@ TEST_F(OnnxIo, FuzzRegressionSliceWithMoreStartsThanAxes) {
   EXPECT_NE(error_of([&] { load_model(found); }), "");
 }
 
+// Found by fuzz_onnx_import: an old-opset Clip without inputs made the opset upgrade read
+// past the end of its input list (std::out_of_range escaped as a crash).
+TEST_F(OnnxIo, FuzzRegressionOldClipWithoutInputs) {
+  auto m = make_model(9);
+  add_input(m, "x", {2, 3});
+  add_node(m, "Clip", {}, {"y"}, "clamp");
+  add_output(m, "y");
+  const auto msg = error_of([&] { load_model(save(m)); });
+  EXPECT_NE(msg.find("'clamp'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("Clip needs its first input"), std::string::npos) << msg;
+  const std::string found = std::string(ORCHID_TEST_DATA_DIR) + "/fuzz_clip_without_inputs.onnx";
+  EXPECT_NE(error_of([&] { load_model(found); }), "");
+}
+
 TEST_F(OnnxIo, FuzzRegressionQuantizedConvWithScalarWeight) {
   for (const char* op : {"ConvInteger", "QLinearConv"}) {
     auto m = make_model();

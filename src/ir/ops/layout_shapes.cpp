@@ -122,6 +122,7 @@ std::vector<TensorType> infer_concat(const ShapeContext& ctx) {
 std::vector<TensorType> infer_split(const ShapeContext& ctx) {
   const TensorType x = ctx.input(0);
   const auto rank = static_cast<std::int64_t>(x.shape.size());
+  if (rank == 0) ctx.fail("cannot split a scalar (its input has rank 0)");
   const std::int64_t axis =
       normalize_axis(ctx.node().attr_int("axis", 0), rank, ctx.node().describe());
   const Tensor* split = ctx.has_input(1) ? &ctx.required_constant(1, "split sizes") : nullptr;

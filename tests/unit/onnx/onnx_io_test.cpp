@@ -1249,6 +1249,20 @@ TEST_F(OnnxIo, FuzzRegressionOldClipWithoutInputs) {
   EXPECT_NE(error_of([&] { load_model(found); }), "");
 }
 
+// Found by fuzz_onnx_import: a Split of a scalar read its shape at the split axis.
+TEST_F(OnnxIo, FuzzRegressionSplitOfAScalar) {
+  auto m = make_model();
+  add_input(m, "x", {});
+  add_node(m, "Split", {"x"}, {"a", "b"}, "halves");
+  add_output(m, "a");
+  add_output(m, "b");
+  const auto msg = error_of([&] { load_model(save(m)); });
+  EXPECT_NE(msg.find("'halves'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("cannot split a scalar"), std::string::npos) << msg;
+  const std::string found = std::string(ORCHID_TEST_DATA_DIR) + "/fuzz_split_of_a_scalar.onnx";
+  EXPECT_NE(error_of([&] { load_model(found); }), "");
+}
+
 TEST_F(OnnxIo, FuzzRegressionQuantizedConvWithScalarWeight) {
   for (const char* op : {"ConvInteger", "QLinearConv"}) {
     auto m = make_model();

@@ -85,6 +85,21 @@ class RuleContext {
   // [C] per-channel vector -> [C,1,...,1] broadcasting against an N x C x ... tensor.
   std::string channel_vector(const std::string& v, std::int64_t data_rank, const std::string& what);
 
+  // Shared by the normalization rules so they emit the same primitives under the same
+  // names. Axes [first, rank):
+  static std::vector<std::int64_t> axes_from(std::int64_t first, std::int64_t rank);
+  // ... with `first` the node's "axis" attribute (default -1) against x (LayerNorm, RMSNorm).
+  std::vector<std::int64_t> axes_from_axis_attribute(const std::string& x) const;
+  // (x - mean) / sqrt(var + epsilon) over `axes`, epsilon the node's attribute (default
+  // 1e-5) in `dtype`; also returns the mean and the std for the statistics outputs.
+  struct Standardized {
+    std::string mean;
+    std::string std_dev;
+    std::string normalized;
+  };
+  Standardized standardize(const std::string& x, const std::vector<std::int64_t>& axes,
+                           DType dtype);
+
   [[noreturn]] void unsupported(const std::string& why) const;
 
  private:

@@ -191,6 +191,30 @@ std::string RuleContext::channel_vector(const std::string& v, std::int64_t data_
   return reshape(v, target, what);
 }
 
+std::vector<std::int64_t> RuleContext::axes_from(std::int64_t first, std::int64_t rank) {
+  std::vector<std::int64_t> axes;
+  for (std::int64_t a = first; a < rank; ++a) axes.push_back(a);
+  return axes;
+}
+
+std::vector<std::int64_t> RuleContext::axes_from_axis_attribute(const std::string& x) const {
+  const std::int64_t rank = this->rank(x);
+  return axes_from(normalize_axis(node_.attr_int("axis", -1), rank, node_.describe()), rank);
+}
+
+RuleContext::Standardized RuleContext::standardize(const std::string& x,
+                                                   const std::vector<std::int64_t>& axes,
+                                                   DType dtype) {
+  const std::string mean = reduce("ReduceMean", x, axes, true, "mean");
+  const std::string d = emit("Sub", {x, mean}, {}, "sub");
+  const std::string d2 = emit("Mul", {d, d}, {}, "square");
+  const std::string var = reduce("ReduceMean", d2, axes, true, "var");
+  const std::string eps = scalar("epsilon", node_.attr_float("epsilon", 1e-5F), dtype);
+  const std::string ve = emit("Add", {var, eps}, {}, "add_eps");
+  const std::string sd = emit("Sqrt", {ve}, {}, "std");
+  return {mean, sd, emit("Div", {d, sd}, {}, "normalize")};
+}
+
 void RuleContext::unsupported(const std::string& why) const {
   throw UnsupportedError(fmt::format("fission of {}: unsupported: {}", node_.describe(), why));
 }

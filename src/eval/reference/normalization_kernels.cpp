@@ -3,6 +3,7 @@
 // E[x^2] - E[x]^2 form.
 #include <cmath>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "eval/reference/elementwise_util.hpp"
@@ -33,6 +34,57 @@ std::int64_t spatial_size(const Shape& shape) {
   return s;
 }
 
+// Mean and 1 / sqrt(variance + eps) of one contiguous run of values.
+struct Moments {
+  double mean;
+  double inv_std;
+};
+
+// The two-pass statistics shared by InstanceNorm, LayerNorm and GroupNorm, so they sum
+// in one place and in one order (left to right, in double): the results stay bit-exact.
+template <typename T>
+Moments moments(const T* p, std::int64_t count, double eps) {
+  double mean = 0;
+  for (std::int64_t i = 0; i < count; ++i) mean += static_cast<double>(p[i]);
+  mean /= static_cast<double>(count);
+  double var = 0;
+  for (std::int64_t i = 0; i < count; ++i) {
+    const double d = static_cast<double>(p[i]) - mean;
+    var += d * d;
+  }
+  var /= static_cast<double>(count);
+  return {mean, 1.0 / std::sqrt(var + eps)};
+}
+
+// y = (x - mean) * inv_std * scale + bias over one run with a single scale and bias;
+// the one expression (and evaluation order) of BatchNorm, InstanceNorm and GroupNorm.
+template <typename T>
+void normalize_run(const T* px, T* py, std::int64_t count, Moments m, double scale, double bias) {
+  for (std::int64_t i = 0; i < count; ++i) {
+    const double v = (static_cast<double>(px[i]) - m.mean) * m.inv_std;
+    py[i] = static_cast<T>(v * scale + bias);
+  }
+}
+
+// Calls f(px, py, c) for each (n, c) slice of an N x C x ... input and its output,
+// `spatial_size` elements each: the loop nest of BatchNorm and InstanceNorm.
+template <typename F>
+void for_each_channel_slice(const Node& node, const Tensor& x, Tensor& y, F&& f) {
+  const std::int64_t n = x.shape()[0];
+  const std::int64_t channels = x.shape()[1];
+  const std::int64_t spatial = spatial_size(x.shape());
+  dispatch<float, double>(x.dtype(), node, [&]<typename T>(T) {
+    const T* px = x.data<T>();
+    T* py = y.data<T>();
+    for (std::int64_t b = 0; b < n; ++b) {
+      for (std::int64_t c = 0; c < channels; ++c) {
+        const std::int64_t base = (b * channels + c) * spatial;
+        f(px + base, py + base, static_cast<std::size_t>(c));
+      }
+    }
+  });
+}
+
 void batch_norm_kernel(const Node& node, Inputs inputs, Outputs outputs) {
   const Tensor& x = *inputs[0];
   const double eps = node.attr_float("epsilon", 1e-5f);
@@ -40,23 +92,10 @@ void batch_norm_kernel(const Node& node, Inputs inputs, Outputs outputs) {
   const std::vector<double> bias = as_doubles(*inputs[2]);
   const std::vector<double> mean = as_doubles(*inputs[3]);
   const std::vector<double> var = as_doubles(*inputs[4]);
-  const std::int64_t n = x.shape()[0];
-  const std::int64_t channels = x.shape()[1];
   const std::int64_t spatial = spatial_size(x.shape());
-  dispatch<float, double>(x.dtype(), node, [&]<typename T>(T) {
-    const T* px = x.data<T>();
-    T* py = outputs[0].data<T>();
-    for (std::int64_t b = 0; b < n; ++b) {
-      for (std::int64_t c = 0; c < channels; ++c) {
-        const auto ci = static_cast<std::size_t>(c);
-        const double inv_std = 1.0 / std::sqrt(var[ci] + eps);
-        const std::int64_t base = (b * channels + c) * spatial;
-        for (std::int64_t i = 0; i < spatial; ++i) {
-          const double v = static_cast<double>(px[base + i]);
-          py[base + i] = static_cast<T>((v - mean[ci]) * inv_std * scale[ci] + bias[ci]);
-        }
-      }
-    }
+  for_each_channel_slice(node, x, outputs[0], [&](const auto* px, auto* py, std::size_t c) {
+    const Moments m{mean[c], 1.0 / std::sqrt(var[c] + eps)};
+    normalize_run(px, py, spatial, m, scale[c], bias[c]);
   });
 }
 
@@ -65,32 +104,9 @@ void instance_norm_kernel(const Node& node, Inputs inputs, Outputs outputs) {
   const double eps = node.attr_float("epsilon", 1e-5f);
   const std::vector<double> scale = as_doubles(*inputs[1]);
   const std::vector<double> bias = as_doubles(*inputs[2]);
-  const std::int64_t n = x.shape()[0];
-  const std::int64_t channels = x.shape()[1];
   const std::int64_t spatial = spatial_size(x.shape());
-  dispatch<float, double>(x.dtype(), node, [&]<typename T>(T) {
-    const T* px = x.data<T>();
-    T* py = outputs[0].data<T>();
-    for (std::int64_t b = 0; b < n; ++b) {
-      for (std::int64_t c = 0; c < channels; ++c) {
-        const auto ci = static_cast<std::size_t>(c);
-        const std::int64_t base = (b * channels + c) * spatial;
-        double mean = 0;
-        for (std::int64_t i = 0; i < spatial; ++i) mean += static_cast<double>(px[base + i]);
-        mean /= static_cast<double>(spatial);
-        double var = 0;
-        for (std::int64_t i = 0; i < spatial; ++i) {
-          const double d = static_cast<double>(px[base + i]) - mean;
-          var += d * d;
-        }
-        var /= static_cast<double>(spatial);
-        const double inv_std = 1.0 / std::sqrt(var + eps);
-        for (std::int64_t i = 0; i < spatial; ++i) {
-          const double v = static_cast<double>(px[base + i]);
-          py[base + i] = static_cast<T>((v - mean) * inv_std * scale[ci] + bias[ci]);
-        }
-      }
-    }
+  for_each_channel_slice(node, x, outputs[0], [&](const auto* px, auto* py, std::size_t c) {
+    normalize_run(px, py, spatial, moments(px, spatial, eps), scale[c], bias[c]);
   });
 }
 
@@ -104,15 +120,31 @@ std::vector<double> expand_to(const Tensor& param, const Shape& normalized) {
   return out;
 }
 
-void layer_norm_kernel(const Node& node, Inputs inputs, Outputs outputs) {
-  const Tensor& x = *inputs[0];
+// LayerNorm and RMSNorm see x as `rows` rows of `width` elements, the normalized
+// dims [axis, rank) (axis from the node's attribute, default -1); shared so both agree.
+struct RowView {
+  Shape normalized;
+  std::int64_t rows;
+  std::int64_t width;
+};
+
+RowView row_view(const Node& node, const Tensor& x) {
   const auto rank = static_cast<std::int64_t>(x.rank());
   const auto axis =
       static_cast<std::size_t>(normalize_axis(node.attr_int("axis", -1), rank, node.describe()));
-  const double eps = node.attr_float("epsilon", 1e-5f);
-  const Shape normalized(x.shape().begin() + static_cast<std::ptrdiff_t>(axis), x.shape().end());
+  Shape normalized(x.shape().begin() + static_cast<std::ptrdiff_t>(axis), x.shape().end());
   const std::int64_t width = shape_numel(normalized);
   const std::int64_t rows = width == 0 ? 0 : x.numel() / width;
+  return {std::move(normalized), rows, width};
+}
+
+void layer_norm_kernel(const Node& node, Inputs inputs, Outputs outputs) {
+  const Tensor& x = *inputs[0];
+  const RowView view = row_view(node, x);  // not a structured binding: lambdas capture these
+  const Shape& normalized = view.normalized;
+  const std::int64_t rows = view.rows;
+  const std::int64_t width = view.width;
+  const double eps = node.attr_float("epsilon", 1e-5f);
   const std::vector<double> scale = expand_to(*inputs[1], normalized);
   const bool has_bias = inputs.size() > 2 && inputs[2];
   const std::vector<double> bias = has_bias
@@ -126,23 +158,14 @@ void layer_norm_kernel(const Node& node, Inputs inputs, Outputs outputs) {
     T* py = outputs[0].data<T>();
     for (std::int64_t r = 0; r < rows; ++r) {
       const T* row = px + r * width;
-      double mean = 0;
-      for (std::int64_t j = 0; j < width; ++j) mean += static_cast<double>(row[j]);
-      mean /= static_cast<double>(width);
-      double var = 0;
-      for (std::int64_t j = 0; j < width; ++j) {
-        const double d = static_cast<double>(row[j]) - mean;
-        var += d * d;
-      }
-      var /= static_cast<double>(width);
-      const double inv_std = 1.0 / std::sqrt(var + eps);
+      const Moments m = moments(row, width, eps);
       for (std::int64_t j = 0; j < width; ++j) {
         const auto ji = static_cast<std::size_t>(j);
-        const double v = (static_cast<double>(row[j]) - mean) * inv_std;
+        const double v = (static_cast<double>(row[j]) - m.mean) * m.inv_std;
         py[r * width + j] = static_cast<T>(v * scale[ji] + bias[ji]);
       }
-      row_mean[static_cast<std::size_t>(r)] = mean;
-      row_inv_std[static_cast<std::size_t>(r)] = inv_std;
+      row_mean[static_cast<std::size_t>(r)] = m.mean;
+      row_inv_std[static_cast<std::size_t>(r)] = m.inv_std;
     }
   });
   const std::vector<double>* stats[] = {&row_mean, &row_inv_std};
@@ -178,20 +201,12 @@ void group_norm_kernel(const Node& node, Inputs inputs, Outputs outputs) {
     for (std::int64_t b = 0; b < n; ++b) {
       for (std::int64_t g = 0; g < groups; ++g) {
         const std::int64_t base = (b * channels + g * per) * spatial;
-        double mean = 0;
-        for (std::int64_t i = 0; i < width; ++i) mean += static_cast<double>(px[base + i]);
-        mean /= static_cast<double>(width);
-        double var = 0;
-        for (std::int64_t i = 0; i < width; ++i) {
-          const double d = static_cast<double>(px[base + i]) - mean;
-          var += d * d;
-        }
-        var /= static_cast<double>(width);
-        const double inv_std = 1.0 / std::sqrt(var + eps);
-        for (std::int64_t i = 0; i < width; ++i) {
-          const auto k = static_cast<std::size_t>(per_group ? g : g * per + i / spatial);
-          const double v = (static_cast<double>(px[base + i]) - mean) * inv_std;
-          py[base + i] = static_cast<T>(v * scale[k] + bias[k]);
+        const Moments m = moments(px + base, width, eps);
+        // One run per channel of the group: scale and bias are constant along it.
+        for (std::int64_t c = 0; c < per; ++c) {
+          const auto k = static_cast<std::size_t>(per_group ? g : g * per + c);
+          const std::int64_t off = base + c * spatial;
+          normalize_run(px + off, py + off, spatial, m, scale[k], bias[k]);
         }
       }
     }
@@ -200,18 +215,14 @@ void group_norm_kernel(const Node& node, Inputs inputs, Outputs outputs) {
 
 void rms_norm_kernel(const Node& node, Inputs inputs, Outputs outputs) {
   const Tensor& x = *inputs[0];
-  const auto rank = static_cast<std::int64_t>(x.rank());
-  const auto axis =
-      static_cast<std::size_t>(normalize_axis(node.attr_int("axis", -1), rank, node.describe()));
+  const RowView view = row_view(node, x);
   const double eps = node.attr_float("epsilon", 1e-5f);
-  const Shape normalized(x.shape().begin() + static_cast<std::ptrdiff_t>(axis), x.shape().end());
-  const std::int64_t width = shape_numel(normalized);
-  const std::int64_t rows = width == 0 ? 0 : x.numel() / width;
-  const std::vector<double> scale = expand_to(*inputs[1], normalized);
+  const std::vector<double> scale = expand_to(*inputs[1], view.normalized);
+  const std::int64_t width = view.width;
   dispatch<float, double>(x.dtype(), node, [&]<typename T>(T) {
     const T* px = x.data<T>();
     T* py = outputs[0].data<T>();
-    for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t r = 0; r < view.rows; ++r) {
       const T* row = px + r * width;
       double mean_square = 0;
       for (std::int64_t j = 0; j < width; ++j) {

@@ -17,15 +17,7 @@ void group_norm(RuleContext& ctx) {
   const DType dt = ctx.dtype(x);
   const std::int64_t width = shape_numel(x_shape) / (x_shape[0] * groups);
   const std::string grouped = ctx.reshape(x, {x_shape[0], groups, width}, "grouped");
-
-  const std::string mean = ctx.reduce("ReduceMean", grouped, {2}, true, "mean");
-  const std::string d = ctx.emit("Sub", {grouped, mean}, {}, "sub");
-  const std::string d2 = ctx.emit("Mul", {d, d}, {}, "square");
-  const std::string var = ctx.reduce("ReduceMean", d2, {2}, true, "var");
-  const std::string eps = ctx.scalar("epsilon", node.attr_float("epsilon", 1e-5F), dt);
-  const std::string ve = ctx.emit("Add", {var, eps}, {}, "add_eps");
-  const std::string sd = ctx.emit("Sqrt", {ve}, {}, "std");
-  const std::string xn = ctx.emit("Div", {d, sd}, {}, "normalize");
+  const std::string xn = ctx.standardize(grouped, {2}, dt).normalized;
   if (ctx.shape(ctx.input(1))[0] != x_shape[1]) {  // per group: [G] -> [G, 1]
     const std::string scale = ctx.reshape(ctx.input(1), {groups, 1}, "scale_g1");
     const std::string bias = ctx.reshape(ctx.input(2), {groups, 1}, "bias_g1");
@@ -45,10 +37,7 @@ void group_norm(RuleContext& ctx) {
 void rms_norm(RuleContext& ctx) {
   const Node& node = ctx.node();
   const std::string x = ctx.input(0);
-  const std::int64_t rank = ctx.rank(x);
-  const std::int64_t axis = normalize_axis(node.attr_int("axis", -1), rank, node.describe());
-  std::vector<std::int64_t> axes;
-  for (std::int64_t a = axis; a < rank; ++a) axes.push_back(a);
+  const std::vector<std::int64_t> axes = ctx.axes_from_axis_attribute(x);
   const DType dt = ctx.dtype(x);
   const std::string x2 = ctx.emit("Mul", {x, x}, {}, "square");
   const std::string ms = ctx.reduce("ReduceMean", x2, axes, true, "mean_square");

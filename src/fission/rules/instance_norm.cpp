@@ -8,21 +8,10 @@ namespace orchid::fission_detail {
 namespace {
 
 void instance_norm(RuleContext& ctx) {
-  const Node& node = ctx.node();
   const std::string x = ctx.input(0);
   const std::int64_t rank = ctx.rank(x);
-  std::vector<std::int64_t> axes;
-  for (std::int64_t a = 2; a < rank; ++a) axes.push_back(a);
-  const DType dt = ctx.dtype(x);
-
-  const std::string mean = ctx.reduce("ReduceMean", x, axes, true, "mean");
-  const std::string d = ctx.emit("Sub", {x, mean}, {}, "sub");
-  const std::string d2 = ctx.emit("Mul", {d, d}, {}, "square");
-  const std::string var = ctx.reduce("ReduceMean", d2, axes, true, "var");
-  const std::string eps = ctx.scalar("epsilon", node.attr_float("epsilon", 1e-5F), dt);
-  const std::string ve = ctx.emit("Add", {var, eps}, {}, "add_eps");
-  const std::string sd = ctx.emit("Sqrt", {ve}, {}, "std");
-  const std::string xn = ctx.emit("Div", {d, sd}, {}, "normalize");
+  const std::string xn =
+      ctx.standardize(x, RuleContext::axes_from(2, rank), ctx.dtype(x)).normalized;
   const std::string scale = ctx.channel_vector(ctx.input(1), rank, "scale_c11");
   const std::string bias = ctx.channel_vector(ctx.input(2), rank, "bias_c11");
   const std::string scaled = ctx.emit("Mul", {xn, scale}, {}, "scale");

@@ -10,20 +10,8 @@ namespace {
 void layer_norm(RuleContext& ctx) {
   const Node& node = ctx.node();
   const std::string x = ctx.input(0);
-  const std::int64_t rank = ctx.rank(x);
-  const std::int64_t axis = normalize_axis(node.attr_int("axis", -1), rank, node.describe());
-  std::vector<std::int64_t> axes;
-  for (std::int64_t a = axis; a < rank; ++a) axes.push_back(a);
   const DType dt = ctx.dtype(x);
-
-  const std::string mean = ctx.reduce("ReduceMean", x, axes, true, "mean");
-  const std::string d = ctx.emit("Sub", {x, mean}, {}, "sub");
-  const std::string d2 = ctx.emit("Mul", {d, d}, {}, "square");
-  const std::string var = ctx.reduce("ReduceMean", d2, axes, true, "var");
-  const std::string eps = ctx.scalar("epsilon", node.attr_float("epsilon", 1e-5F), dt);
-  const std::string ve = ctx.emit("Add", {var, eps}, {}, "add_eps");
-  const std::string sd = ctx.emit("Sqrt", {ve}, {}, "std");
-  const std::string xn = ctx.emit("Div", {d, sd}, {}, "normalize");
+  const auto [mean, sd, xn] = ctx.standardize(x, ctx.axes_from_axis_attribute(x), dt);
   const bool has_bias = node.has_input(2);
   const std::string scaled =
       ctx.emit("Mul", {xn, ctx.input(1)}, {}, "scale", has_bias ? "" : ctx.output(0));

@@ -69,7 +69,7 @@ class Reader {
       graph_.metadata["onnx.producer_version"] = model.producer_version();
     }
 
-    read_initializers(g, graph_);
+    read_initializers(g, graph_, model.mutable_graph());
     read_inputs(g);
     collect_hints(g);
     for (const auto& out : g.output()) graph_.outputs.push_back(out.name());
@@ -91,18 +91,23 @@ class Reader {
     }
   }
 
-  void read_initializers(const onnx::GraphProto& g, Graph& graph) {
+  // `owned`: the same graph, writable, when its initializers' values may be freed as they
+  // are copied (the top-level graph: a large model's weights are then held once).
+  void read_initializers(const onnx::GraphProto& g, Graph& graph,
+                         onnx::GraphProto* owned = nullptr) {
     if (g.sparse_initializer_size() > 0) {
       unsupported("'{}': sparse initializer '{}' is not supported", path_,
                   g.sparse_initializer(0).values().name());
     }
-    for (const auto& init : g.initializer()) {
+    for (int i = 0; i < g.initializer_size(); ++i) {
+      const onnx::TensorProto& init = g.initializer(i);
       if (init.name().empty()) fail("'{}': an initializer has no name", path_);
       if (graph.is_constant(init.name())) {
         fail("'{}': initializer '{}' is defined twice", path_, init.name());
       }
       const std::string context = fmt::format("'{}': initializer '{}'", path_, init.name());
       graph.set_constant(init.name(), tensor_from_proto(init, base_dir_, context));
+      if (owned) release_tensor_data(*owned->mutable_initializer(i));
     }
   }
 

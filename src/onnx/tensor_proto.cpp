@@ -312,4 +312,15 @@ Tensor read_tensor_pb(const std::string& path) {
   return tensor_from_proto(proto, folder, fmt::format("tensor file '{}': tensor '{}'", path, name));
 }
 
+void release_tensor_data(TensorProto& proto) {
+  // clear() keeps a string's or repeated field's capacity; swapping with an empty one frees it.
+  if (proto.has_raw_data()) std::string().swap(*proto.mutable_raw_data());
+  google::protobuf::RepeatedField<float>().Swap(proto.mutable_float_data());
+  google::protobuf::RepeatedField<double>().Swap(proto.mutable_double_data());
+  google::protobuf::RepeatedField<std::int32_t>().Swap(proto.mutable_int32_data());
+  google::protobuf::RepeatedField<std::int64_t>().Swap(proto.mutable_int64_data());
+  google::protobuf::RepeatedField<std::uint64_t>().Swap(proto.mutable_uint64_data());
+  google::protobuf::RepeatedPtrField<std::string>().Swap(proto.mutable_string_data());
+}
+
 }  // namespace orchid

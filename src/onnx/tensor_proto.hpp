@@ -20,6 +20,10 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& base
 // Fills dims, data_type and little-endian raw_data (the name is left alone).
 void tensor_to_proto(const Tensor& tensor, onnx::TensorProto& proto);
 
+// Frees the proto's value storage (raw_data and the typed fields) once tensor_from_proto
+// has copied it, so a model's weights are not held twice while it is imported.
+void release_tensor_data(onnx::TensorProto& proto);
+
 // Reads a serialized TensorProto file (ONNX backend test data: input_0.pb ...).
 Tensor read_tensor_pb(const std::string& path);
 

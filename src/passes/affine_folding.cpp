@@ -1,5 +1,6 @@
 #include "passes/affine_folding.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <set>
@@ -145,6 +146,18 @@ std::optional<std::vector<double>> gemm_bias(const Graph& g, const Node& n, std:
   return b;
 }
 
+// Drops a weight nothing reads any more at once, rather than when the pass ends, so a
+// model's folded weights are not all held twice at the peak.
+void drop_if_unused(Graph& g, const std::string& t) {
+  if (std::find(g.outputs.begin(), g.outputs.end(), t) != g.outputs.end()) return;
+  for (const Node& n : g.nodes) {
+    // A branch or loop body may read it by name from the enclosing graph.
+    if (!n.subgraphs.empty()) return;
+    if (std::find(n.inputs.begin(), n.inputs.end(), t) != n.inputs.end()) return;
+  }
+  g.erase_tensor(t);
+}
+
 // Rewrites `lin`'s weights (and bias) so that it computes `a` of its old result; false
 // when this op cannot take `a` (a MatMul has no bias, a Gemm with a full-size C).
 bool fold(Graph& g, Node& lin, LinearKind kind, const Affine& a) {
@@ -167,8 +180,10 @@ bool fold(Graph& g, Node& lin, LinearKind kind, const Affine& a) {
   const std::size_t w_axis = kind == LinearKind::Conv || trans_b ? 0 : 1;
   if (w.shape()[w_axis] != static_cast<std::int64_t>(channels)) return false;
   const std::string w_name = fresh_name(g, lin.inputs[1] + "_folded");
+  const std::string old_w = lin.inputs[1];
   g.set_constant(w_name, scaled(w, a.scale, w_axis));
   lin.inputs[1] = w_name;
+  drop_if_unused(g, old_w);
   if (!bias) return true;
   const bool had_bias = lin.has_input(2);
   if (!had_bias && !a.has_shift()) return true;

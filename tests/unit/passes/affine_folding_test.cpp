@@ -76,6 +76,11 @@ TEST(AffineFolding, ConvBatchNormMulAddBecomeOneConv) {
   EXPECT_EQ(folded.nodes[0].outputs[0], "y");
   EXPECT_FALSE(folded.has_tensor("w") && folded.is_constant("w") &&
                folded.nodes[0].inputs[1] == "w");  // a folded copy, not the original
+  // Each replaced weight is dropped as soon as nothing reads it: one copy is left.
+  EXPECT_FALSE(folded.has_tensor("w"));
+  int weight_copies = 0;
+  for (const auto& name : folded.weights()) weight_copies += folded.tensor(name).shape.size() == 4;
+  EXPECT_EQ(weight_copies, 1);
   expect_same_outputs(g, folded, 1e-5, 1e-4);
 }
 

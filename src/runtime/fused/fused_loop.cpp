@@ -578,6 +578,15 @@ class Compiler {
 
   Refusable<void> emit_data_move(const Node& n) {
     const std::string& y = n.outputs[0];
+    // The index tables below have the source's size: a move picking a small part of a
+    // large source (a Gather from an embedding table) is left to its own kernel rather
+    // than building hundreds of MB of indices for it.
+    const std::int64_t source_numel = shape_numel(g_.tensor(n.inputs[0]).shape);
+    const std::int64_t result_numel = shape_numel(g_.tensor(y).shape);
+    if (source_numel > (std::int64_t{1} << 20) && source_numel > 4 * result_numel) {
+      return refusal("{}: reads {} of its source's {} elements", n.describe(), result_numel,
+                     source_numel);
+    }
     ORCHID_TRY_LET(srcp, value(n.inputs[0]));
     const Value& src = *srcp;
     // Reshape and Identity keep the flat order: nothing to do for a computed value.

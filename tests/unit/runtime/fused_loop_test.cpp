@@ -282,6 +282,16 @@ TEST(FusedLoop, RefusesWhatItCannotExpress) {
   EXPECT_FALSE(pooled);
   if (!pooled) why = pooled.why();
   EXPECT_NE(why.find("MaxPool"), std::string::npos) << why;
+  // A few rows gathered from a large table: index tables of the table's size (BERT's
+  // embeddings: hundreds of MB) are not built; the Gather runs as its own kernel.
+  const Graph table = make_graph(
+      {{"x", {1, 4, 300}}},
+      {{"emb", runtime_test::pattern({4096, 300})}, {"ids", i64({1, 4}, {0, 7, 4095, 3})}},
+      {{"Gather", {"emb", "ids"}, {"e"}}, {"Add", {"e", "x"}, {"y"}}}, {"y"});
+  auto gathered = FusedLoop::compile(table, {0, 1}, {"y"});
+  EXPECT_FALSE(gathered);
+  if (!gathered) why = gathered.why();
+  EXPECT_NE(why.find("1228800"), std::string::npos) << why;
 }
 
 TEST(PlanExecutorSteadyState, ExecuteAllocatesNothingOutsideOneDnn) {

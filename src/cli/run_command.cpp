@@ -244,8 +244,9 @@ nlohmann::json stats_json(const PlanExecutorStats& s) {
             {"arena", s.arena_bytes},
             {"scratch", s.scratch_bytes},
             {"loop_buffers", s.loop_scratch_bytes},
-            {"weights", s.weight_bytes},
+            {"weights", s.weight_bytes - s.released_weight_bytes},
             {"packed_weights", s.packed_weight_bytes},
+            {"released_weights", s.released_weight_bytes},
             {"blocked_layouts", s.layout_bytes}}}};
 }
 
@@ -266,7 +267,7 @@ void run(const RunOptions& options) {
                       : std::getenv("OMP_NUM_THREADS") ? cpu_threads()
                                                        : available_cores();
   set_cpu_threads(threads);  // before any executor: oneDNN and fused loops size by it
-  const LoadedModel loaded = load_model(options.model.model, options.model.import_options());
+  LoadedModel loaded = load_model(options.model.model, options.model.import_options());
   const Graph& model_graph = loaded.graph;
   // A detector on the CPU: the static part runs on the plan executor, the data-dependent
   // rest (NMS, TopK, If/Loop) on the reference interpreter (passes/dynamic_rest.hpp).
@@ -331,11 +332,22 @@ void run(const RunOptions& options) {
     std::unique_ptr<Orchestration> orchestration;
     std::unique_ptr<PlanExecutor> selected_executor;
     const Plan* plan_run = nullptr;
-    const FissionResult* fission_run = nullptr;
+    FissionResult* fission_run = nullptr;
+    // Once the plan's graph exists, only its values are read: the model's graphs drop
+    // theirs, so originals that fission folded or transposed are not held twice (values
+    // the plan's graph shares stay alive through it).
+    const auto drop_model_weights = [&] {
+      for (Graph* held : {&loaded.graph, static_graph ? &*static_graph : nullptr,
+                          widened ? &*widened : nullptr}) {
+        if (!held) continue;
+        for (const auto& w : held->weights()) held->release_constant(w, held->tensor(w).data.get());
+      }
+    };
     if (!options.plan.empty()) {
       executable =
           import_plan(plan_graph, read_regular_file(options.plan, kMaxPlanBytes, "--plan file"),
                       fmt::format("--plan '{}'", options.plan));
+      drop_model_weights();
       engine = fmt::format("plan executor, {} plan from {}", executable.plan.kind, options.plan);
       report["plan"] = {{"file", options.plan}, {"kind", executable.plan.kind}};
     } else {
@@ -361,6 +373,7 @@ void run(const RunOptions& options) {
       orchestration = std::make_unique<Orchestration>(
           orchestrate(plan_graph, *cost_model, orchestrate_options));
       Orchestration& o = *orchestration;
+      drop_model_weights();
       report_measured_costs(*cost_model, cost, options.model.model);
       orchestration_report = fmt::format(
           "orchestrate {:.2f} s ({} cost model; BLP {:.2f} s{})\n", o.stats.total_seconds,
@@ -393,6 +406,15 @@ void run(const RunOptions& options) {
     }
     const Plan& plan = *plan_run;
     const Graph& primitives = fission_run->graph;
+    // A weight the executor reads only packed: every graph here holding that value drops
+    // it, so the model's weights are not held twice (none of them is read again).
+    const auto release_weight = [&](const std::string& w) {
+      const std::shared_ptr<const Tensor> value = fission_run->graph.tensor(w).data;
+      for (Graph* held : {&loaded.graph, static_graph ? &*static_graph : nullptr,
+                          widened ? &*widened : nullptr, &fission_run->graph}) {
+        if (held && held->has_tensor(w)) held->release_constant(w, value.get());
+      }
+    };
     const auto& alternatives = fission_run->alternatives;
     fission_notes.insert(fission_notes.end(), fission_run->notes.begin(), fission_run->notes.end());
     report["plan"]["kernels"] = plan.kernels.size();
@@ -409,8 +431,13 @@ void run(const RunOptions& options) {
                                     primitives, plan, options.repeat);
       }
     } else {
-      if (!selected_executor) {
-        selected_executor = std::make_unique<PlanExecutor>(primitives, plan, alternatives);
+      if (selected_executor) {
+        selected_executor->release_packed_weights(release_weight);
+      } else {
+        PlanExecutorOptions executor_options;
+        executor_options.release_weight = release_weight;
+        selected_executor =
+            std::make_unique<PlanExecutor>(primitives, plan, alternatives, executor_options);
         selected_executor->execute(plan_feed);  // warm-up
       }
       PlanExecutor& executor = *selected_executor;
@@ -528,14 +555,16 @@ void run(const RunOptions& options) {
         stats->nhwc_handoffs);
     text += fmt::format(
         "memory   peak {:.1f} MiB = arena {:.1f} + scratch {:.1f} + loop buffers {:.1f} + weights "
-        "{:.1f} + packed weights {:.1f} + blocked layouts {:.1f} MiB\n",
+        "{:.1f} + packed weights {:.1f} + blocked layouts {:.1f} MiB ({:.1f} MiB of weights read "
+        "only packed were dropped)\n",
         static_cast<double>(stats->peak_bytes()) / mib,
         static_cast<double>(stats->arena_bytes) / mib,
         static_cast<double>(stats->scratch_bytes) / mib,
         static_cast<double>(stats->loop_scratch_bytes) / mib,
-        static_cast<double>(stats->weight_bytes) / mib,
+        static_cast<double>(stats->weight_bytes - stats->released_weight_bytes) / mib,
         static_cast<double>(stats->packed_weight_bytes) / mib,
-        static_cast<double>(stats->layout_bytes) / mib);
+        static_cast<double>(stats->layout_bytes) / mib,
+        static_cast<double>(stats->released_weight_bytes) / mib);
     report.update(stats_json(*stats));
     if (stats->int8_primitives > 0) {
       text += fmt::format("int8     {} quantized Conv/MatMul on oneDNN's int8 kernels\n",

@@ -45,6 +45,14 @@ TensorInfo& Graph::set_type(const std::string& name, DType dtype, Shape shape) {
   return info;
 }
 
+bool Graph::release_constant(const std::string& name, const Tensor* expected) {
+  auto it = tensors_.find(name);
+  if (it == tensors_.end() || !expected || it->second.data.get() != expected) return false;
+  TensorInfo& info = it->second;
+  info.data = std::make_shared<const Tensor>(Tensor::view(info.dtype, info.shape, nullptr));
+  return true;
+}
+
 TensorInfo& Graph::set_constant(const std::string& name, Tensor value) {
   TensorInfo& info = set_type(name, value.dtype(), value.shape());
   info.data = std::make_shared<const Tensor>(std::move(value));

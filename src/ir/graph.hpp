@@ -47,6 +47,12 @@ class Graph {
   TensorInfo& set_type(const std::string& name, DType dtype, Shape shape);
   TensorInfo& set_constant(const std::string& name, Tensor value);
   TensorInfo& set_dynamic(const std::string& name);
+  // Drops the value of constant `name` if it is still `expected`, for a graph whose
+  // values are not read again once a consumer holds its own copy (the plan executor's
+  // packed weights). The tensor stays a constant of its type; its data becomes a view of
+  // nothing (null), so reading it is a visible bug rather than a wrong value. Returns
+  // whether it was dropped.
+  bool release_constant(const std::string& name, const Tensor* expected);
   void erase_tensor(const std::string& name) { tensors_.erase(name); }
   const std::unordered_map<std::string, TensorInfo>& tensors() const { return tensors_; }
 

@@ -56,14 +56,18 @@ PlanSelection select_fastest_plan(const Graph& graph,
   std::int64_t bytes = 0;
   for (const Plan* p : plans) {
     out.trials.push_back({p->kind, p->total_us / 1e3, {}, 0, 0});
-    bytes += p->arena_bytes + 2 * p->weight_bytes;  // packed weights may double them
+    bytes += p->arena_bytes;
   }
+  bytes += 2 * plans.front()->weight_bytes;  // originals and one packed copy, shared
   out.interleaved = plans.size() == 1 || bytes <= options.interleave_bytes;
   std::vector<std::unique_ptr<PlanExecutor>> executors(plans.size());
+  PackedWeights packing;  // the candidates pack each weight once between them
+  PlanExecutorOptions shared;
+  shared.packing = &packing;
   if (out.interleaved) {
     executors.clear();
     for (const Plan* p : plans) {
-      executors.push_back(std::make_unique<PlanExecutor>(graph, *p, alternatives));
+      executors.push_back(std::make_unique<PlanExecutor>(graph, *p, alternatives, shared));
       executors.back()->execute(inputs);  // warm-up: page faults, oneDNN JIT
     }
     double spent_s = 0;
@@ -82,7 +86,7 @@ PlanSelection select_fastest_plan(const Graph& graph,
                                     options.interleave_bytes};
     std::size_t best = 0;  // the fastest so far keeps its executor (two alive at most)
     for (std::size_t k = 0; k < plans.size(); ++k) {
-      auto executor = std::make_unique<PlanExecutor>(graph, *plans[k], alternatives);
+      auto executor = std::make_unique<PlanExecutor>(graph, *plans[k], alternatives, shared);
       executor->execute(inputs);
       double spent_s = 0;
       int rounds = 0;

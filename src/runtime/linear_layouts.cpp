@@ -129,9 +129,50 @@ KeptLayouts choose_channels_last(std::vector<std::vector<Stage>>& kernels, const
   return kept;
 }
 
+namespace {
+
+// Per constant: how many linear stages take it as their weights, or -1 when some stage
+// reads it otherwise (as a source, a post-op operand, in a loop or a reference kernel).
+std::map<std::string, int> weight_uses(const std::vector<std::vector<Stage>>& kernels,
+                                       const Graph& graph) {
+  std::map<std::string, int> uses;
+  auto read_raw = [&](const std::string& t) {
+    if (graph.is_constant(t)) uses[t] = -1;
+  };
+  for (const auto& stages : kernels) {
+    for (const Stage& st : stages) {
+      std::visit(Overloaded{
+                     [&](const LinearStage& l) {
+                       read_raw(l.src);
+                       for (const auto& p : l.post_ops) {
+                         if (p.kind == PostOp::Kind::Binary) read_raw(p.operand);
+                       }
+                     },
+                     [&](const auto& other) {
+                       for (const auto& t : other.read_names) read_raw(t);
+                     },
+                 },
+                 st);
+    }
+  }
+  for (const auto& stages : kernels) {
+    for (const Stage& st : stages) {
+      const auto* l = std::get_if<LinearStage>(&st);
+      if (!l || !graph.is_constant(l->wei)) continue;
+      int& n = uses[l->wei];
+      if (n >= 0) ++n;
+    }
+  }
+  return uses;
+}
+
+}  // namespace
+
 void build_linear_ops(std::vector<std::vector<Stage>>& kernels, const Graph& graph,
                       const dnnl::engine& engine, dnnl::stream& stream, const KeptLayouts& kept,
-                      MemoryPlan& memory, PlanExecutorStats& stats) {
+                      MemoryPlan& memory, PlanExecutorStats& stats, PackedWeights& packing,
+                      const std::function<void(const std::string&)>& release) {
+  std::map<std::string, int> uses = weight_uses(kernels, graph);
   for (auto& stages : kernels) {
     for (Stage& st : stages) {
       auto* l = std::get_if<LinearStage>(&st);
@@ -146,7 +187,16 @@ void build_linear_ops(std::vector<std::vector<Stage>>& kernels, const Graph& gra
         layout.operand_used_preferred.push_back(
             binary && l->preferred && graph.tensor(po.operand).shape == graph.tensor(l->dst).shape);
       }
-      l->op = make_linear(engine, stream, graph, *l->node, l->post_ops, layout);
+      l->op = make_linear(engine, stream, graph, *l->node, l->post_ops, layout, packing);
+      if (auto it = uses.find(l->wei); it != uses.end() && it->second > 0) {
+        // Read unpacked here: never released. Packed by its last user: released now.
+        it->second = l->op.packed_weights ? it->second - 1 : -1;
+        if (it->second == 0 && release) {
+          stats.released_weight_bytes +=
+              static_cast<std::int64_t>(graph.tensor(l->wei).data->nbytes());
+          release(l->wei);
+        }
+      }
       // Stages run one after another, so the reordered copies of every convolution share
       // one pool (source, result, operands, in that order).
       memory.layout_pool().begin_user();

@@ -3,6 +3,7 @@
 // cost/layout_policy's; this file tells it how the plan's stages use each tensor.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -34,10 +35,13 @@ KeptLayouts choose_channels_last(std::vector<std::vector<Stage>>& kernels, const
                                  const dnnl::engine& engine, const GraphBoundaryLayouts& boundary);
 
 // Builds every linear stage's primitive for the layout `kept` gives its tensors, and
-// lays out its reordered copies in the memory plan's layout pool.
+// lays out its reordered copies in the memory plan's layout pool. Weights are packed
+// through `packing`; each constant that no stage reads unpacked is passed to `release`
+// (when set) once its last use is packed.
 void build_linear_ops(std::vector<std::vector<Stage>>& kernels, const Graph& graph,
                       const dnnl::engine& engine, dnnl::stream& stream, const KeptLayouts& kept,
-                      MemoryPlan& memory, PlanExecutorStats& stats);
+                      MemoryPlan& memory, PlanExecutorStats& stats, PackedWeights& packing,
+                      const std::function<void(const std::string&)>& release);
 
 // Builds again every pooling / resampling primitive whose source or result is kept.
 void relayout_unary_ops(std::vector<std::vector<Stage>>& kernels, const Graph& graph,

@@ -219,7 +219,7 @@ std::optional<ConvLayouts> conv_preferred_layouts(const dnnl::engine& engine, co
 
 LinearOp make_linear(const dnnl::engine& engine, dnnl::stream& stream, const Graph& g,
                      const Node& node, const std::vector<PostOp>& post_ops,
-                     const LinearLayout& layout) {
+                     const LinearLayout& layout, PackedWeights& packing) {
   LinearOp op;
   memory::desc src_md, wei_md, dst_md;  // plain, as the arena holds them
   const bool weights_constant = g.is_constant(node.inputs[1]);
@@ -307,12 +307,9 @@ LinearOp make_linear(const dnnl::engine& engine, dnnl::stream& stream, const Gra
     chosen_wei = pd.weights_desc();
   }
   if (*chosen_wei != wei_md) {
-    // Only reached for constant weights: pack them once.
-    const Tensor& w = *g.tensor(node.inputs[1]).data;
-    memory user(wei_md, engine, const_cast<std::byte*>(w.raw()));
-    op.wei = memory(*chosen_wei, engine);
-    dnnl::reorder(user, op.wei).execute(stream, user, op.wei);
-    stream.wait();
+    // Only reached for constant weights: packed once, shared by the primitives using them.
+    op.packed = packing.get(engine, stream, *g.tensor(node.inputs[1]).data, wei_md, *chosen_wei);
+    op.wei = memory(*chosen_wei, engine, op.packed->get_data_handle());
     op.packed_weights = true;
   } else {
     op.wei = memory(wei_md, engine, DNNL_MEMORY_NONE);

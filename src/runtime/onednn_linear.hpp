@@ -10,6 +10,7 @@
 // which is worth far more than the reorders.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -19,6 +20,7 @@
 
 #include "ir/graph.hpp"
 #include "runtime/epilogue_matcher.hpp"
+#include "runtime/packed_weights.hpp"
 
 namespace orchid {
 
@@ -27,8 +29,9 @@ struct LinearOp {
   dnnl::memory src, wei, dst;       // what the primitive reads and writes
   dnnl::memory src_user, dst_user;  // plain views of arena tensors when reorders are needed
   std::optional<dnnl::reorder> src_reorder, dst_reorder;
-  bool packed_weights = false;       // `wei` owns a reordered copy of constant weights
-  std::vector<dnnl::memory> binary;  // post-op src1 tensors, in post-op order
+  bool packed_weights = false;                 // `wei` is a reordered copy of constant weights
+  std::shared_ptr<const dnnl::memory> packed;  // that copy (runtime/packed_weights.hpp)
+  std::vector<dnnl::memory> binary;            // post-op src1 tensors, in post-op order
   // Per binary post-op: a full-size operand stored plain for an NHWC convolution is
   // reordered into `binary[i]` first (oneDNN 2.6 reads such operands in the result's
   // layout whatever their descriptor says, so they must match it).
@@ -76,12 +79,13 @@ std::optional<dnnl::memory::desc> activation_preferred_layout(const dnnl::engine
                                                               const dnnl::memory::dims& dims);
 
 // Builds the primitive for a node linear_supported() accepts, with `post_ops`. Constant
-// weights are packed once into the layout the primitive prefers. Convolutions choose
+// weights are packed into the layout the primitive prefers, or taken from `packing` where
+// they already are. Convolutions choose
 // their activation layout (any), or run on `layout.preferred`; activations stored
 // otherwise are reordered before / after.
 LinearOp make_linear(const dnnl::engine& engine, dnnl::stream& stream, const Graph& graph,
                      const Node& node, const std::vector<PostOp>& post_ops,
-                     const LinearLayout& layout);
+                     const LinearLayout& layout, PackedWeights& packing);
 
 // oneDNN's algorithm for an IR-level one (InternalError for None).
 dnnl::algorithm to_dnnl(OnednnAlgorithm algorithm);

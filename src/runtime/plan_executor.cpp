@@ -49,6 +49,8 @@ struct PlanExecutor::Impl {
   std::vector<std::pair<std::string, Location>> output_locations;
   std::vector<std::vector<Stage>> kernels;
   PlanExecutorStats stats;
+  PackedWeights own_packing;
+  std::vector<std::string> packed_only;  // read only packed, not released yet
 
   Impl(const Graph& g, const Plan& p, const std::map<std::string, std::string>& alternatives,
        const PlanExecutorOptions& options)
@@ -74,7 +76,11 @@ struct PlanExecutor::Impl {
     for (const auto& pk : p.kernels) kernels.push_back(builder.build(pk));
     const KeptLayouts kept =
         choose_channels_last(kernels, g, engine, boundary_layouts(g, alternatives, options));
-    build_linear_ops(kernels, g, engine, stream, kept, memory, stats);
+    auto release = options.release_weight;
+    if (!release) release = [this](const std::string& w) { packed_only.push_back(w); };
+    build_linear_ops(kernels, g, engine, stream, kept, memory, stats,
+                     options.packing ? *options.packing : own_packing, release);
+    if (!options.release_weight) stats.released_weight_bytes = 0;
     relayout_loops(kernels, g, kept, stats);
     relayout_unary_ops(kernels, g, engine, kept);
     // Offsets are fixed: allocate the pools and point every stage at its memory.
@@ -95,7 +101,9 @@ struct PlanExecutor::Impl {
                      for (std::size_t i = 0; i < l.extra.size(); ++i) {
                        l.extra_ptrs[i] = memory.address(l.extra[i]);
                      }
-                     l.op.run(stream, memory.address(l.a), memory.address(l.b),
+                     // Packed weights: the original may have been released.
+                     l.op.run(stream, memory.address(l.a),
+                              l.op.packed_weights ? nullptr : memory.address(l.b),
                               memory.mutable_address(l.y), l.extra_ptrs);
                      stream.wait();
                    },
@@ -191,6 +199,16 @@ PlanExecutor::PlanExecutor(const Graph& graph, const Plan& plan,
     : impl_(std::make_unique<Impl>(graph, plan, alternatives, options)) {}
 
 PlanExecutor::~PlanExecutor() = default;
+
+void PlanExecutor::release_packed_weights(
+    const std::function<void(const std::string& weight)>& release) {
+  for (const auto& w : impl_->packed_only) {
+    impl_->stats.released_weight_bytes +=
+        static_cast<std::int64_t>(impl_->graph.tensor(w).data->nbytes());
+    release(w);
+  }
+  impl_->packed_only.clear();
+}
 
 void PlanExecutor::execute(const TensorMap& inputs) {
   impl_->execute(inputs);

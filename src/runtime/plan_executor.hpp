@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -26,6 +27,7 @@
 #include "eval/reference_interpreter.hpp"
 #include "ir/graph.hpp"
 #include "orchestrate/plan.hpp"
+#include "runtime/packed_weights.hpp"
 
 namespace orchid {
 
@@ -42,17 +44,18 @@ struct PlanExecutorStats {
   std::int64_t scratch_bytes = 0;       // intermediates between a kernel's stages (one pool)
   std::int64_t loop_scratch_bytes = 0;  // fused loops' row buffers and index tables
   std::int64_t weight_bytes = 0;
-  std::size_t blocked_convolutions = 0;  // run in the layout oneDNN prefers (e.g. NHWC)
-  std::size_t nhwc_handoffs = 0;         // convolution sources kept NHWC, no reorder
-  std::int64_t layout_bytes = 0;         // their blocked source/result copies (one pool)
-  std::int64_t packed_weight_bytes = 0;  // weights reordered once into oneDNN's layout
-  std::size_t stored_layout_loops = 0;   // fused loops reading or writing such layouts in place
+  std::size_t blocked_convolutions = 0;    // run in the layout oneDNN prefers (e.g. NHWC)
+  std::size_t nhwc_handoffs = 0;           // convolution sources kept NHWC, no reorder
+  std::int64_t layout_bytes = 0;           // their blocked source/result copies (one pool)
+  std::int64_t packed_weight_bytes = 0;    // weights reordered once into oneDNN's layout
+  std::int64_t released_weight_bytes = 0;  // originals read only packed, handed back (release)
+  std::size_t stored_layout_loops = 0;     // fused loops reading or writing such layouts in place
 
   std::size_t int8_primitives = 0;          // QLinearConv/QLinearMatMul on oneDNN's int8 kernels
   std::vector<std::string> int8_fallbacks;  // those on their reference kernel, and why
   std::int64_t peak_bytes() const {
-    return arena_bytes + scratch_bytes + loop_scratch_bytes + weight_bytes + layout_bytes +
-           packed_weight_bytes;
+    return arena_bytes + scratch_bytes + loop_scratch_bytes + weight_bytes - released_weight_bytes +
+           layout_bytes + packed_weight_bytes;
   }
 };
 
@@ -63,6 +66,13 @@ struct PlanExecutorOptions {
   // outputs() then returns their bytes as stored): for timing a kernel as it runs inside
   // a model (channels_last_boundaries).
   std::set<std::string> boundary_nhwc;
+  // Shared with other executors of the same graph built meanwhile (plan selection's
+  // candidates), so each weight is packed once; null: the executor packs its own.
+  PackedWeights* packing = nullptr;
+  // Called with each weight the executor reads only packed, as soon as it is packed: the
+  // owner of the graph may drop the original (Graph::release_constant). Unset: the names
+  // are kept for release_packed_weights().
+  std::function<void(const std::string& weight)> release_weight;
 };
 
 class PlanExecutor {
@@ -75,6 +85,10 @@ class PlanExecutor {
   ~PlanExecutor();
   PlanExecutor(const PlanExecutor&) = delete;
   PlanExecutor& operator=(const PlanExecutor&) = delete;
+
+  // Calls `release` with each weight this executor reads only packed (none when
+  // PlanExecutorOptions::release_weight was set: those were passed to it already).
+  void release_packed_weights(const std::function<void(const std::string& weight)>& release);
 
   // Runs the plan; `inputs` must hold every graph input (read in place, not copied).
   void execute(const TensorMap& inputs);

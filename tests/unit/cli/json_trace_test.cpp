@@ -80,6 +80,8 @@ TEST(CliJson, RunReportAndKernelTrace) {
             memory.at("arena").get<long>() + memory.at("scratch").get<long>() +
                 memory.at("loop_buffers").get<long>() + memory.at("weights").get<long>() +
                 memory.at("packed_weights").get<long>() + memory.at("blocked_layouts").get<long>());
+  // The convolution weights are read only packed: their originals are not kept.
+  EXPECT_GT(memory.at("released_weights").get<long>(), 0);
   const std::size_t kernels = report.at("plan").at("kernels").get<std::size_t>();
   EXPECT_EQ(report.at("kernel_times").at("kernels").size(), kernels);
 

@@ -12,90 +12,33 @@ the `orchid materialize`d file. Each engine's best round (lowest median) is repo
 orchid's predicted time and its orchestration/selection time. --busy K starts K processes
 spinning on core 0 (taskset) for the whole measurement, the same for every engine; --avx2
 runs orchid with ONEDNN_MAX_CPU_ISA=AVX2. orchid's figures come from `orchid run --json -`;
-every engine's peak resident memory from /usr/bin/time (%M).
+every engine's peak resident memory from /usr/bin/time (%M). Every engine gets the same
+inputs. The helpers (inputs, `orchid run --json -`, the ORT worker, the busy processes) are
+bench/executor_benchmark.py's, the full benchmark of issue 12 (measured-cost plans, AVX2,
+load levels, third-party models, targets); this script is its quick plan-kind comparison.
 Prints a markdown table; nothing is asserted.
 """
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from executor_benchmark import (EngineError, orchid_run, start_load, stop_load, worker_run,
+                                write_inputs)
+
 ROOT = Path(__file__).resolve().parent.parent
+TIMEOUT = 1800
 
 
-def timed_child(cmd: list[str], env: dict | None = None) -> tuple[subprocess.CompletedProcess, float]:
-    """Runs cmd; returns the process and its peak resident memory in MiB (/usr/bin/time %M,
-    NaN where that tool is missing)."""
-    with tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
-        wrapped = (["/usr/bin/time", "-q", "-f", "%M", "-o", rss.name] + cmd
-                   if os.path.exists("/usr/bin/time") else cmd)
-        p = subprocess.run(wrapped, capture_output=True, text=True, timeout=1800, env=env)
-        text = rss.read().strip().splitlines()
+def attempt(run) -> dict:
     try:
-        return p, float(text[-1]) / 1024
-    except (IndexError, ValueError):
-        return p, float("nan")
-
-
-def orchid_run(orchid: str, model: Path, extra: list[str], repeat: int, threads: int,
-               env: dict | None = None) -> dict:
-    """One `orchid run ... --json -` (docs/json_output.md); the default command runs with
-    --reselect so that its selection is timed in every round, not read from the cache."""
-    cmd = [orchid, "run", str(model), "--device", "cpu", "--repeat", str(repeat),
-           "--threads", str(threads), "--json", "-"] + extra
-    p, rss = timed_child(cmd, env)
-    if p.returncode != 0:
-        return {"error": (p.stderr or p.stdout or "?").strip().splitlines()[-1]}
-    j = json.loads(p.stdout)
-    sel = j.get("selection", {})
-    chosen = sel.get("chosen", "")
-    trials = sel.get("candidates", [])
-    return {
-        "median_ms": j["time_ms"]["median"],
-        "cv_pct": 100 * j["time_ms"].get("cv", float("nan")),
-        "predicted_ms": j.get("plan", {}).get("predicted_ms", float("nan")),
-        "orchestrate_s": j.get("orchestrate_seconds", float("nan")),
-        "select_s": sel.get("seconds", 0.0),
-        "chosen": chosen,
-        "select_line": ", ".join(f"{t['kind']} {t['median_ms']:.3g}" for t in trials),
-        "isa": j.get("cpu", {}).get("onednn_isa", "?"),
-        "peak_rss_mib": rss,
-        "executor_peak_mib": j.get("memory_bytes", {}).get("peak", float("nan")) / 2**20,
-    }
-
-
-def make_inputs(model: Path, folder: Path, python: str) -> Path:
-    code = f"""
-import json, numpy as np, onnxruntime as ort
-s = ort.InferenceSession({str(model)!r}, providers=["CPUExecutionProvider"])
-rng = np.random.default_rng(0); m = {{}}
-for i in s.get_inputs():
-    shape = [d if isinstance(d, int) else 1 for d in i.shape]
-    a = rng.standard_normal(shape).astype(np.float32) if "float" in i.type else np.zeros(shape, np.int64)
-    p = {str(folder)!r} + "/" + str(len(m)) + ".npy"; np.save(p, a); m[i.name] = p
-json.dump(m, open({str(folder / 'inputs.json')!r}, "w"))
-"""
-    subprocess.run([python, "-c", code], check=True)
-    return folder / "inputs.json"
-
-
-def ort_run(python: str, model: Path, manifest: Path, threads: int, repeat: int, folder: Path) -> dict:
-    result = folder / "ort.json"
-    p, rss = timed_child([python, str(ROOT / "bench/executor_benchmark.py"), "_worker",
-                          "onnxruntime", "--model", str(model), "--inputs", str(manifest),
-                          "--threads", str(threads), "--repeat", str(repeat), "--result",
-                          str(result)])
-    if p.returncode != 0:
-        return {"error": (p.stderr or p.stdout or "?").strip().splitlines()[-1]}
-    r = json.loads(result.read_text())
-    r["peak_rss_mib"] = rss
-    return r
+        return run()
+    except EngineError as e:
+        return {"error": str(e)}
 
 
 def main() -> int:
@@ -110,8 +53,7 @@ def main() -> int:
     ap.add_argument("--avx2", action="store_true",
                     help="orchid with ONEDNN_MAX_CPU_ISA=AVX2 (oneDNN's AVX2 kernels)")
     a = ap.parse_args()
-    busy = [subprocess.Popen(["taskset", "-c", "0", "sh", "-c", "while :; do :; done"])
-            for _ in range(a.busy)]
+    busy = start_load(a.busy)
     rows = []
     env = dict(os.environ, ONEDNN_MAX_CPU_ISA="AVX2") if a.avx2 else None
     try:
@@ -122,29 +64,29 @@ def main() -> int:
                 full = folder / "full.onnx"
                 subprocess.run([a.orchid, "materialize", str(model), str(full)], check=True,
                                capture_output=True)
-                manifest = make_inputs(full, folder, a.python)
+                manifest, inputs = write_inputs(full, folder / "inputs")
+                orchid = lambda extra: lambda: orchid_run(
+                    a.orchid, model, ["--device", "cpu"] + extra + inputs, a.repeat, a.threads,
+                    TIMEOUT, env)
                 engines = {
-                    "default": lambda: orchid_run(a.orchid, model, ["--reselect"], a.repeat,
-                                                  a.threads, env),
-                    "optimal": lambda: orchid_run(a.orchid, model, ["--plan-kind", "optimal"],
-                                                  a.repeat, a.threads, env),
-                    "greedy": lambda: orchid_run(a.orchid, model, ["--plan-kind", "greedy-fusion"],
-                                                 a.repeat, a.threads, env),
-                    "ort": lambda: ort_run(a.python, full, manifest, a.threads, a.repeat, folder),
+                    "default": orchid(["--reselect"]),
+                    "optimal": orchid(["--plan-kind", "optimal"]),
+                    "greedy": orchid(["--plan-kind", "greedy-fusion"]),
+                    "ort": lambda: worker_run(a.python, "onnxruntime", str(full), manifest,
+                                              a.threads, a.repeat, folder / "ort.json", TIMEOUT),
                 }
                 best: dict = {}
                 order = list(engines)
                 for r in range(a.rounds):
                     for e in order[r % len(order):] + order[:r % len(order)]:
-                        got = engines[e]()
+                        got = attempt(engines[e])
                         print(f"# {name} round {r} {e}: {got}", file=sys.stderr, flush=True)
                         m = got.get("median_ms", float("inf"))
                         if e not in best or m < best[e].get("median_ms", float("inf")):
                             best[e] = got
                 rows.append((name, best))
     finally:
-        for b in busy:
-            b.kill()
+        stop_load(busy)
     print(f"| model | default (ms) | chosen | orchestrate + select (s) | optimal (ms) | greedy (ms) "
           f"| ORT (ms) | default/ORT | optimal/greedy | optimal predicted/measured (ms) "
           f"| peak RSS default / ORT (MiB) |")

@@ -51,4 +51,8 @@ for name in ("numpy", "onnxruntime", "onnx", "torch"):
     except ImportError:
         print(f"{name:12s} absent (benchmarks skip its column)")
 PY
+# bench/executor_benchmark.py's peak-RSS columns read /usr/bin/time (Debian package `time`),
+# its competing-load columns start busy processes with taskset (util-linux).
+[[ -x /usr/bin/time ]] || echo "note: /usr/bin/time missing (apt-get install time): peak RSS columns will be NaN"
+command -v taskset >/dev/null || echo "note: taskset missing (util-linux): run the benchmark with --load 0"
 echo "ready: $py bench/executor_benchmark.py --help"

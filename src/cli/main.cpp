@@ -31,9 +31,9 @@ int report(const char* prefix, std::string_view message, int code) {
 
 int main(int argc, char** argv) {
   // All of orchid's threads are OpenMP's (oneDNN, fused loops, reference kernels). libgomp
-  // reads its wait policy once, when loaded, so orchid re-executes itself with the passive
-  // policy (cpu_environment.hpp) unless the user chose one: idle threads do not hold a
-  // core that another process needs.
+  // reads its wait policy once, when loaded, so orchid re-executes itself with the policy
+  // it chooses (cpu_environment.hpp: a short spin on idle cores, else sleeping at once)
+  // unless the user chose one.
   if (const auto env = orchid::wanted_openmp_environment(); !env.empty()) {
     for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
     execv("/proc/self/exe", argv);  // on failure, carry on with the defaults

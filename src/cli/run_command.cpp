@@ -488,14 +488,17 @@ void run(const RunOptions& options) {
 
   std::string text = fmt::format("model    {}  ({})\n", options.model.model, engine);
   text += fmt::format(
-      "cpu      {} threads ({} cores in this process's affinity mask), oneDNN ISA {}{}\n",
+      "cpu      {} threads ({} cores in this process's affinity mask), oneDNN ISA {}{}; "
+      "threads wait: {}\n",
       cpu_threads(), available_cores(), effective_cpu_isa(),
       std::getenv("ONEDNN_MAX_CPU_ISA")
           ? fmt::format(" (ONEDNN_MAX_CPU_ISA={})", std::getenv("ONEDNN_MAX_CPU_ISA"))
-          : "");
+          : "",
+      openmp_wait_description());
   report["cpu"] = {{"threads", cpu_threads()},
                    {"cores", available_cores()},
-                   {"onednn_isa", effective_cpu_isa()}};
+                   {"onednn_isa", effective_cpu_isa()},
+                   {"openmp_wait", openmp_wait_description()}};
   text += orchestration_report;
   report["outputs"] = nlohmann::json::array();
   for (const auto& name : model_graph.outputs) {

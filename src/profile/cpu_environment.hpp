@@ -25,15 +25,28 @@ void set_cpu_threads(int threads);
 int cpu_threads();
 
 // OpenMP threads spin before they sleep at a barrier. libgomp's default (300,000 spins,
-// about a millisecond) suits a quiet machine but falls off a cliff when other processes
-// share the cores: a spinning thread holds the core its descheduled peer needs, and each
-// parallel region waits for time slices (measured: bench/results/cpu_plans_progress.md,
-// MobileNetV2 on a loaded 2-core machine, 2-4 s per inference spinning vs ~20 ms passive).
-// orchid therefore runs with the passive policy (threads sleep at once). libgomp reads
-// its settings once, when it is loaded, so they cannot be changed from main(); this
-// returns the environment orchid wants (empty when the user chose a wait policy:
-// OMP_WAIT_POLICY, GOMP_SPINCOUNT or KMP_BLOCKTIME set, or ORCHID_OMP_POLICY_SET), for the
-// CLI to re-execute itself with.
+// about a millisecond) falls off a cliff when other processes share the cores: a spinning
+// thread holds the core its descheduled peer needs (MobileNetV2 with two busy processes
+// on a 2-core machine: 430 ms per inference spinning, 10 ms sleeping at once). Sleeping at
+// once costs much on a quiet machine instead: every parallel region then wakes its
+// threads through the kernel (MobileNetV2 quiet: 7.9 ms sleeping, 4.2 ms spinning).
+// orchid therefore looks before it starts: when other processes leave the cores it may
+// use idle (fewer than a quarter of a process runnable on average over 20 ms), threads spin briefly
+// (1,000 spins: a few microseconds, which bridges the gaps between primitives, yet cannot hold a
+// core for long should load arrive later); otherwise they sleep at once (passive). libgomp reads
+// its settings once, when it is loaded, so they cannot be changed from main(); this returns the
+// environment orchid wants (empty when the user chose a wait policy: OMP_WAIT_POLICY,
+// GOMP_SPINCOUNT or KMP_BLOCKTIME set, or ORCHID_OMP_POLICY_SET from an earlier look), for the CLI
+// to re-execute itself with.
 std::vector<std::pair<std::string, std::string>> wanted_openmp_environment();
+
+// Other processes runnable on average over `milliseconds` (sampled from /proc/loadavg;
+// this thread sleeps meanwhile), less the cores outside this process's affinity mask
+// that could run them: how many of its cores others want. Negative when unreadable.
+double busy_cores_elsewhere(int milliseconds);
+
+// How the OpenMP threads wait, in words, for run reports: orchid's choice and why, or
+// the user's setting.
+std::string openmp_wait_description();
 
 }  // namespace orchid

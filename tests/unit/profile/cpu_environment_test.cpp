@@ -1,0 +1,74 @@
+// How orchid picks the OpenMP wait policy: it looks for other runnable processes before
+// it starts, and leaves a policy the user chose alone.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <vector>
+
+#include "profile/cpu_environment.hpp"
+
+namespace orchid {
+namespace {
+
+TEST(CpuEnvironment, SeesOtherProcessesSpinning) {
+  // More spinning processes than the machine has cores: whatever the affinity mask, some
+  // of them want this process's cores.
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  std::vector<pid_t> spinners;
+  for (long i = 0; i <= cores; ++i) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      for (;;) asm volatile("" ::: "memory");  // spins until killed
+    }
+    spinners.push_back(pid);
+  }
+  const double busy = busy_cores_elsewhere(20);
+  for (pid_t pid : spinners) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+  EXPECT_GE(busy, 1.0);
+}
+
+TEST(CpuEnvironment, LeavesTheUsersPolicyAlone) {
+  const char* before = std::getenv("OMP_WAIT_POLICY");
+  const std::string saved = before ? before : "";
+  setenv("OMP_WAIT_POLICY", "ACTIVE", 1);
+  EXPECT_TRUE(wanted_openmp_environment().empty());
+  const char* mine = std::getenv("ORCHID_OMP_POLICY_SET");
+  if (!mine || mine[0] == '1') {
+    EXPECT_NE(openmp_wait_description().find("OMP_WAIT_POLICY=ACTIVE"), std::string::npos)
+        << openmp_wait_description();
+  }
+  if (before) {
+    setenv("OMP_WAIT_POLICY", saved.c_str(), 1);
+  } else {
+    unsetenv("OMP_WAIT_POLICY");
+  }
+}
+
+TEST(CpuEnvironment, ChoosesAPolicyAndSaysWhy) {
+  for (const char* name :
+       {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME", "ORCHID_OMP_POLICY_SET"}) {
+    if (std::getenv(name)) return;  // chosen outside this test: nothing to choose here
+  }
+  const auto env = wanted_openmp_environment();
+  ASSERT_FALSE(env.empty());
+  bool spin = false, passive = false, reason = false;
+  for (const auto& [name, value] : env) {
+    spin = spin || (name == "GOMP_SPINCOUNT" && value == "1000");
+    passive = passive || (name == "OMP_WAIT_POLICY" && value == "PASSIVE");
+    reason = reason || (name == "ORCHID_OMP_POLICY_SET" &&
+                        value.find("runnable at start") != std::string::npos);
+  }
+  EXPECT_NE(spin, passive);  // exactly one of the two
+  EXPECT_TRUE(reason);
+}
+
+}  // namespace
+}  // namespace orchid

@@ -17,8 +17,15 @@ import os
 import tempfile
 from typing import Any, Dict, Iterable, List, Mapping as MappingType, Optional, Sequence, Union
 
-from . import _orchid
-from ._toml import dumps as _toml_dumps
+# OpenMP threads (oneDNN's and the executor's) spin only briefly before they sleep, as
+# the `orchid` command does on idle cores: libgomp's default spin of about a millisecond
+# holds cores that other processes need. libgomp reads this once, when it is loaded,
+# so it must be set before the extension loads; a policy the user chose is kept.
+if not any(v in os.environ for v in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")):
+    os.environ["GOMP_SPINCOUNT"] = "1000"
+
+from . import _orchid  # noqa: E402
+from ._toml import dumps as _toml_dumps  # noqa: E402
 
 Error = _orchid.Error
 UnsupportedError = _orchid.UnsupportedError

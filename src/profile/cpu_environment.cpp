@@ -139,6 +139,12 @@ std::vector<std::pair<std::string, std::string>> wanted_openmp_environment() {
                     : fmt::format("passive ({:.2f} other processes runnable at start)", busy)}};
 }
 
+bool openmp_threads_spin() {
+  if (const char* count = std::getenv("GOMP_SPINCOUNT")) return std::string(count) != "0";
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  return !policy || (std::string(policy) != "PASSIVE" && std::string(policy) != "passive");
+}
+
 std::string openmp_wait_description() {
   if (const char* mine = std::getenv("ORCHID_OMP_POLICY_SET"); mine && *mine && mine[0] != '1') {
     return mine;

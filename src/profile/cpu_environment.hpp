@@ -48,5 +48,8 @@ double busy_cores_elsewhere(int milliseconds);
 // How the OpenMP threads wait, in words, for run reports: orchid's choice and why, or
 // the user's setting.
 std::string openmp_wait_description();
+// Whether idle OpenMP threads spin before they sleep (anything but the passive policy or
+// a zero spin count): which plan is fastest can depend on it.
+bool openmp_threads_spin();
 
 }  // namespace orchid

@@ -165,12 +165,11 @@ PlanChoice choose_fastest_plan(const std::string& model_path, const Graph& model
   key.candidates = candidates_hash(candidates);
   key.isa = effective_cpu_isa();
   key.threads = cpu_threads();
-  // How threads wait changes which plan is fastest (many small kernels suffer most from
-  // sleeping threads): the policy without the reason for it.
-  const std::string wait = openmp_wait_description();
-  key.settings = fmt::format("orchid {}; {} costs; k-best {}; select-seconds {}; wait {}",
+  // Whether threads spin changes which plan is fastest (many small kernels suffer most
+  // from threads that sleep at once).
+  key.settings = fmt::format("orchid {}; {} costs; k-best {}; select-seconds {}; threads {}",
                              ORCHID_VERSION, options.costs, options.k_best, options.budget_seconds,
-                             wait.substr(0, wait.find(" (")));
+                             openmp_threads_spin() ? "spin" : "sleep at once");
   PlanChoice out;
   try {
     out.cache = default_plan_choice_path("cpu");

@@ -31,7 +31,8 @@ int cpu_threads();
 // once costs much on a quiet machine instead: every parallel region then wakes its
 // threads through the kernel (MobileNetV2 quiet: 7.9 ms sleeping, 4.2 ms spinning).
 // orchid therefore looks before it starts: when other processes leave the cores it may
-// use idle (fewer than a quarter of a process runnable on average over 20 ms), threads spin briefly
+// use idle (fewer than a quarter of a process runnable on average over 20 ms, in any of
+// three consecutive looks, so a process starting beside it does not count), threads spin briefly
 // (1,000 spins: a few microseconds, which bridges the gaps between primitives, yet cannot hold a
 // core for long should load arrive later); otherwise they sleep at once (passive). libgomp reads
 // its settings once, when it is loaded, so they cannot be changed from main(); this returns the

@@ -148,6 +148,16 @@ std::map<std::string, int> weight_uses(const std::vector<std::vector<Stage>>& ke
                          if (p.kind == PostOp::Kind::Binary) read_raw(p.operand);
                        }
                      },
+                     [&](const LoopStage& l) {
+                       // Its loop is compiled again later (relayout_loops), reading the
+                       // values of constants it holds as immediates: all its nodes' inputs.
+                       for (const auto& t : l.read_names) read_raw(t);
+                       for (std::size_t n : l.nodes) {
+                         for (const auto& t : graph.nodes[n].inputs) {
+                           if (!t.empty()) read_raw(t);
+                         }
+                       }
+                     },
                      [&](const auto& other) {
                        for (const auto& t : other.read_names) read_raw(t);
                      },

@@ -2,6 +2,10 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include <chrono>
 #include <cstring>
 #include <optional>
@@ -36,6 +40,15 @@ GraphBoundaryLayouts boundary_layouts(const Graph& g,
     if (options.boundary_nhwc.count(t)) b.written_nhwc.insert(t);
   }
   return b;
+}
+
+// Compiling fused loops builds index tables of up to a tensor's size and frees them;
+// glibc keeps freed heap pages mapped unless asked (Candy: 408 MB resident for a 76 MB
+// executor, 132 MB after this).
+void return_freed_heap() {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
 }
 
 }  // namespace
@@ -74,6 +87,7 @@ struct PlanExecutor::Impl {
     }
     StageBuilder builder(g, engine, memory, stats);
     for (const auto& pk : p.kernels) kernels.push_back(builder.build(pk));
+    return_freed_heap();
     const KeptLayouts kept =
         choose_channels_last(kernels, g, engine, boundary_layouts(g, alternatives, options));
     auto release = options.release_weight;
@@ -82,6 +96,7 @@ struct PlanExecutor::Impl {
                      options.packing ? *options.packing : own_packing, release);
     if (!options.release_weight) stats.released_weight_bytes = 0;
     relayout_loops(kernels, g, kept, stats);
+    return_freed_heap();
     relayout_unary_ops(kernels, g, engine, kept);
     // Offsets are fixed: allocate the pools and point every stage at its memory.
     memory.allocate_pools();
@@ -93,6 +108,7 @@ struct PlanExecutor::Impl {
         if (auto* l = std::get_if<LinearStage>(&st)) bind_layout_buffers(*l, memory);
       }
     }
+    return_freed_heap();
   }
 
   void run_stage(Stage& stage) {

@@ -746,23 +746,16 @@ def target_lines(rows: list[dict], loads: list[int]) -> list[str]:
                       f"geomean {geomean([d for _, d, _ in both]):.2f}× vs "
                       f"{geomean([o for _, _, o in both]):.2f}× over {len(both)} models"
                       + (f"; larger on {', '.join(worse)}" if worse else "")))
-    both = [(r["model"], r["default_peak_rss_mib"], r["onnxruntime_peak_rss_mib"]) for r in rows
-            if not math.isnan(r.get("default_peak_rss_mib", math.nan))
-            and not math.isnan(r.get("onnxruntime_peak_rss_mib", math.nan))]
-    more = [f"{m} {d:.1f} vs {o:.1f} MiB" for m, d, o in both if d > o]
-    L.append(line("orchid default's peak RSS ≤ ONNX Runtime's on every model (first run, which "
-                  "selects the plan)", len(both), not more,
-                  f"geomean ratio {geomean([d / o for _, d, o in both]):.2f} over {len(both)} "
-                  "models" + (f"; more on {', '.join(more)}" if more else "")))
-    both = [(r["model"], r["default_cached_peak_rss_mib"], r["onnxruntime_peak_rss_mib"])
-            for r in rows
-            if not math.isnan(r.get("default_cached_peak_rss_mib", math.nan))
-            and not math.isnan(r.get("onnxruntime_peak_rss_mib", math.nan))]
-    more = [f"{m} {d:.1f} vs {o:.1f} MiB" for m, d, o in both if d > o]
-    L.append(line("orchid default's peak RSS ≤ ONNX Runtime's on every model (later runs, "
-                  "choice cached)", len(both), not more,
-                  f"geomean ratio {geomean([d / o for _, d, o in both]):.2f} over {len(both)} "
-                  "models" + (f"; more on {', '.join(more)}" if more else "")))
+    for key, which in (("default_peak_rss_mib", "first run, which selects the plan"),
+                       ("default_cached_peak_rss_mib", "later runs, choice cached")):
+        both = [(r["model"], r[key], r["onnxruntime_peak_rss_mib"]) for r in rows
+                if not math.isnan(r.get(key, math.nan))
+                and not math.isnan(r.get("onnxruntime_peak_rss_mib", math.nan))]
+        more = [f"{m} {d:.1f} vs {o:.1f} MiB" for m, d, o in both if d > o]
+        L.append(line(f"orchid default's peak RSS ≤ ONNX Runtime's on every model ({which})",
+                      len(both), not more,
+                      f"geomean ratio {geomean([d / o for _, d, o in both]):.2f} over "
+                      f"{len(both)} models" + (f"; more on {', '.join(more)}" if more else "")))
     return L
 
 

@@ -195,6 +195,7 @@ def parse_run_json(text: str) -> dict:
         "orchestrate_s": j.get("orchestrate_seconds", nan),
         "select_s": sel.get("seconds", nan),       # absent when a cached choice was reused
         "isa": j.get("cpu", {}).get("onednn_isa", "?"),
+        "openmp_wait": j.get("cpu", {}).get("openmp_wait", "?"),
         "executor_peak_mib": j.get("memory_bytes", {}).get("peak", nan) / 2**20,
     }
 
@@ -608,7 +609,7 @@ def bench_model(model: Model, a, prof: bool, kind: bool, work: Path) -> dict:
             row[f"{e}_chosen"] = b["chosen"]
             row[f"{e}_chosen_rounds"] = " ".join(r["chosen"] for r in rs)
             row[f"{e}_candidates"] = b["candidates"]
-            for k in ("orchestrate_s", "select_s", "predicted_ms", "isa"):
+            for k in ("orchestrate_s", "select_s", "predicted_ms", "isa", "openmp_wait"):
                 row[f"{e}_{k}"] = b[k]
         if e in plans and row.get(f"{e}_predicted_ms", 0) > 0:   # NaN > 0 is False
             row[f"{e}_pred_err"] = b["median_ms"] / row[f"{e}_predicted_ms"] - 1

@@ -201,11 +201,7 @@ void build_linear_ops(std::vector<std::vector<Stage>>& kernels, const Graph& gra
       if (auto it = uses.find(l->wei); it != uses.end() && it->second > 0) {
         // Read unpacked here: never released. Packed by its last user: released now.
         it->second = l->op.packed_weights ? it->second - 1 : -1;
-        if (it->second == 0 && release) {
-          stats.released_weight_bytes +=
-              static_cast<std::int64_t>(graph.tensor(l->wei).data->nbytes());
-          release(l->wei);
-        }
+        if (it->second == 0 && release) release(l->wei);
       }
       // Stages run one after another, so the reordered copies of every convolution share
       // one pool (source, result, operands, in that order).

@@ -90,11 +90,14 @@ struct PlanExecutor::Impl {
     return_freed_heap();
     const KeptLayouts kept =
         choose_channels_last(kernels, g, engine, boundary_layouts(g, alternatives, options));
-    auto release = options.release_weight;
-    if (!release) release = [this](const std::string& w) { packed_only.push_back(w); };
+    // Weights read only packed: handed back now, or kept for release_packed_weights().
+    const auto release = [&](const std::string& w) {
+      if (!options.release_weight) return packed_only.push_back(w);
+      count_released(w);
+      options.release_weight(w);
+    };
     build_linear_ops(kernels, g, engine, stream, kept, memory, stats,
                      options.packing ? *options.packing : own_packing, release);
-    if (!options.release_weight) stats.released_weight_bytes = 0;
     relayout_loops(kernels, g, kept, stats);
     return_freed_heap();
     relayout_unary_ops(kernels, g, engine, kept);
@@ -109,6 +112,10 @@ struct PlanExecutor::Impl {
       }
     }
     return_freed_heap();
+  }
+
+  void count_released(const std::string& weight) {
+    stats.released_weight_bytes += static_cast<std::int64_t>(graph.tensor(weight).data->nbytes());
   }
 
   void run_stage(Stage& stage) {
@@ -219,8 +226,7 @@ PlanExecutor::~PlanExecutor() = default;
 void PlanExecutor::release_packed_weights(
     const std::function<void(const std::string& weight)>& release) {
   for (const auto& w : impl_->packed_only) {
-    impl_->stats.released_weight_bytes +=
-        static_cast<std::int64_t>(impl_->graph.tensor(w).data->nbytes());
+    impl_->count_released(w);
     release(w);
   }
   impl_->packed_only.clear();

@@ -55,7 +55,9 @@ rows="$work/rows.jsonl"
 # Copies what this run wrote to $OUT (the device tool brings that folder back).
 export_results() {
   [ -n "${OUT:-}" ] && [ -d "$OUT" ] || return 0
-  cp -r "$work" "$OUT/gpu-check-work" 2>/dev/null
+  # The logs as one archive, without the outputs and the unpacked bundle (hundreds of MB):
+  # the device tool brings back a few files of at most 16 MB.
+  tar -C "$work" --exclude=bundle --exclude='*.npy' -czf "$OUT/gpu-check-logs.tgz" . 2>/dev/null
   cp bench/results/gpu_check.* "$OUT/" 2>/dev/null
   return 0
 }
@@ -182,10 +184,17 @@ for m in "${models[@]}"; do
       continue
     fi
     log="$work/$m/$column.log"
-    if timeout $(( $(left) > 150 ? 150 : $(left) )) "$orchid" run "$onnx" --device cuda \
+    timeout $(( $(left) > 150 ? 150 : $(left) )) "$orchid" run "$onnx" --device cuda \
         --plan-kind "$kind" --linear-backend "$backend" --repeat 100 \
-        --save-outputs "$work/$m/$column" > "$log" 2>&1; then
-      ms=$(sed -n 's/^time *\([0-9.]*\) ms median.*/\1/p' "$log")
+        --save-outputs "$work/$m/$column" --json "$work/$m/$column.json" > "$log" 2>&1
+    rc=$?
+    if [ $rc -eq 124 ]; then
+      # Cut by the time limit: not a wrong answer, and not checked either.
+      record "$m" "orchid-$column" null null "cut by the time budget"
+    elif [ $rc -eq 0 ]; then
+      # The JSON's median keeps microseconds (the printed line rounds to 0.01 ms).
+      ms=$("$python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["time_ms"]["median"])' \
+        "$work/$m/$column.json" 2>/dev/null || sed -n 's/^time *\([0-9.]*\) ms median.*/\1/p' "$log")
       ok=$("$python" - "$work/$m/ref" "$work/$m/$column" <<'PY'
 import sys, pathlib
 import numpy as np
@@ -253,7 +262,7 @@ cell = {(r["model"], r["engine"]): r for r in rows}
 def fmt(r):
     if r is None: return "-"
     if r["median_ms"] is None: return "n/a"
-    s = f'{r["median_ms"]:.3f}'
+    s = f'{r["median_ms"]:.4g}'
     if r["ok"] is False: s += " WRONG"
     return s
 header = ["model"] + engines

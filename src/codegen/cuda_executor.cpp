@@ -211,8 +211,7 @@ struct CudaExecutor::Impl {
 
   // --linear-backend: vendor replaces every linear stage that maps to cuBLASLt/cuDNN
   // (an error when the library is missing); auto keeps the faster of the two per stage,
-  // timed here on the GPU, and stays generated where a library is missing or would only
-  // approximate the model (cuBLASLt's tanh GELU).
+  // timed here on the GPU, and stays generated where a library is missing.
   void choose_linear_backends() {
     const LinearBackend backend = program.linear_backend;
     vendor_ops.resize(program.launches.size());
@@ -237,7 +236,6 @@ struct CudaExecutor::Impl {
       const Launch& l = program.launches[i];
       if (l.vendor < 0) continue;
       const VendorCall& call = *program.vendor_calls.at(static_cast<std::size_t>(l.vendor));
-      if (backend == LinearBackend::Auto && call.approximate()) continue;
       std::string why;
       std::unique_ptr<VendorOp> op = make_vendor_op(call, memory, &why);
       if (!op) {

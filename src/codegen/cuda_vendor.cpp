@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
+#include <utility>
 #include <vector>
 
 #include "util/error.hpp"
@@ -114,9 +115,6 @@ class LtGemm final : public VendorOp {
       case VendorActivation::Relu:
         epi = bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
         break;
-      case VendorActivation::Gelu:
-        epi = bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
-        break;
     }
     set_desc(CUBLASLT_MATMUL_DESC_EPILOGUE, epi);
     if (bias) set_desc(CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, std::int64_t{0});
@@ -132,6 +130,17 @@ class LtGemm final : public VendorOp {
         l.cublasLtMatmulPreferenceSetAttribute_p(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                  &workspace_bytes_, sizeof(workspace_bytes_)),
         "preference workspace");
+    // Only kernels that accept the operands' true alignment (the plan aligns tensors to
+    // less than the 256 bytes cuBLASLt otherwise assumes).
+    const std::pair<cublasLtMatmulPreferenceAttributes_t, std::uint32_t> alignments[] = {
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, operand_alignment(g.b, g.stride_b)},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, operand_alignment(g.a, g.stride_a)},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, operand_alignment(g.c, g.stride_c)},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, operand_alignment(g.c, g.stride_c)}};
+    for (const auto& [attr, bytes] : alignments) {
+      lt_check(l.cublasLtMatmulPreferenceSetAttribute_p(pref, attr, &bytes, sizeof(bytes)),
+               "preference alignment");
+    }
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
     const cublasStatus_t s = l.cublasLtMatmulAlgoGetHeuristic_p(l.handle, desc_, a_, b_, c_, c_,

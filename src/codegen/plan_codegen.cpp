@@ -20,7 +20,9 @@ namespace orchid::codegen {
 
 namespace {
 
-constexpr std::int64_t kAlign = 64;
+// Weights, scratch and inputs start on 256 bytes: the alignment cuBLASLt's kernels assume
+// by default (operand_alignment tells it the truth either way).
+constexpr std::int64_t kAlign = 256;
 
 std::int64_t aligned(std::int64_t bytes) {
   return (bytes + kAlign - 1) / kAlign * kAlign;

@@ -23,7 +23,7 @@ namespace orchid::codegen {
 LinearBackend parse_linear_backend(const std::string& name);
 std::string linear_backend_name(LinearBackend backend);
 
-enum class VendorActivation { None, Relu, Gelu };
+enum class VendorActivation { None, Relu };
 std::string activation_name(VendorActivation a);
 
 // Row-major C[b] = A[b] (m x k) * B[b] (k x n) (+ bias[n]) then the activation. Batch
@@ -37,8 +37,7 @@ struct VendorGemm {
   VendorActivation activation = VendorActivation::None;
 };
 
-// NCHW cross-correlation (+ bias[k]) then the activation (None or Relu: cuDNN's fused
-// call has no GELU).
+// NCHW cross-correlation (+ bias[k]) then the activation.
 struct VendorConv {
   DeviceTensor x, w, y;
   std::optional<DeviceTensor> bias;          // k floats
@@ -49,17 +48,17 @@ struct VendorConv {
   VendorActivation activation = VendorActivation::None;
 };
 
+// The largest power of two up to 256 that divides the byte address of every batch's
+// matrix of `t` (its region's base is 256-byte aligned): cuBLASLt assumes 256 unless told,
+// and a kernel picked for aligned operands reads a less aligned one wrongly.
+std::uint32_t operand_alignment(const DeviceTensor& t, std::int64_t batch_stride_elements);
+
 struct VendorCall {
   enum class Kind { Gemm, Conv } kind = Kind::Gemm;
   VendorGemm gemm;
   VendorConv conv;
   // "cublasLt matmul [bias+relu]" / "cudnn conv+bias+relu": for summaries and tests.
   std::string describe() const;
-  // cuBLASLt's GELU epilogue is the tanh approximation (within ~5e-4 of the erf GELU
-  // the model computes); `auto` keeps such stages generated.
-  bool approximate() const {
-    return kind == Kind::Gemm && gemm.activation == VendorActivation::Gelu;
-  }
 };
 
 // The vendor call computing `stage` exactly, or nullopt (with `why`) when it does not

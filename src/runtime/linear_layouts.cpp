@@ -1,6 +1,7 @@
 #include "runtime/linear_layouts.hpp"
 
 #include <map>
+#include <optional>
 
 #include "cost/layout_policy.hpp"
 #include "runtime/onednn_memory.hpp"
@@ -40,32 +41,42 @@ void add_linear_uses(LinearStage& l, const Graph& graph, const dnnl::engine& eng
   }
 }
 
-// Pooling and resampling run in the layout the convolutions prefer for their source and
-// result when both can be stored so and oneDNN has more than its reference kernel for it
-// (they then count as such a convolution's uses).
-void add_unary_uses(const UnaryDnnlStage& u, const Graph& graph, const dnnl::engine& engine,
-                    LayoutUses& uses, WantedLayouts& wanted) {
-  const std::string& x = u.read_names[0];
-  const auto src =
-      activation_preferred_layout(engine, to_dims(graph.tensor(u.node->inputs[0]).shape));
-  const auto dst = activation_preferred_layout(engine, to_dims(graph.tensor(u.write_name).shape));
-  for (std::size_t i = 1; i < u.read_names.size(); ++i) uses.add(u.read_names[i], LayoutUse::Plain);
+// Pooling, resampling and concatenation run in the layout the convolutions prefer for
+// their sources and result when all can be stored so and oneDNN has more than its
+// reference kernel for it (they then count as such a convolution's uses).
+void add_memory_bound_uses(const MemoryBoundStage& u, const Graph& graph,
+                           const dnnl::engine& engine, LayoutUses& uses, WantedLayouts& wanted) {
+  MemoryBoundLayouts layouts;
+  bool preferred = true;
+  for (std::size_t i = 0; i < u.sources; ++i) {
+    const std::string& input = u.node->inputs[i];
+    layouts.srcs.push_back(
+        graph.is_constant(input)
+            ? std::nullopt
+            : activation_preferred_layout(engine, to_dims(graph.tensor(input).shape)));
+    preferred = preferred && layouts.srcs.back().has_value();
+  }
+  layouts.dst = activation_preferred_layout(engine, to_dims(graph.tensor(u.write_name).shape));
+  for (std::size_t i = u.sources; i < u.read_names.size(); ++i) {
+    uses.add(u.read_names[i], LayoutUse::Plain);
+  }
   // Only where oneDNN has a fast kernel for that layout: its reference resampling on
   // blocked layouts ran SegFormer-B0's decoder 15x slower than plain.
-  auto fast_in = [&](const UnaryLayouts& layouts) {
-    std::optional<UnaryDnnlOp> op = make_pool(engine, graph, *u.node, layouts);
-    if (!op) op = make_resample(engine, graph, *u.node, layouts);
+  auto fast = [&] {
+    std::optional<MemoryBoundOp> op = make_memory_bound(engine, graph, *u.node, layouts);
     return op && op->implementation.rfind("ref", 0) != 0;
   };
-  if (!src || !dst || !fast_in(UnaryLayouts{src, dst})) {
-    uses.add(x, LayoutUse::Plain);
+  if (!preferred || !layouts.dst || !fast()) {
+    for (std::size_t i = 0; i < u.sources; ++i) uses.add(u.read_names[i], LayoutUse::Plain);
     uses.add(u.write_name, LayoutUse::Plain);
     return;
   }
-  uses.add(x, LayoutUse::ChannelsLastSource);
+  for (std::size_t i = 0; i < u.sources; ++i) {
+    uses.add(u.read_names[i], LayoutUse::ChannelsLastSource);
+    wanted[u.read_names[i]].push_back(*layouts.srcs[i]);
+  }
   uses.add(u.write_name, LayoutUse::ChannelsLastWrite);
-  wanted[x].push_back(*src);
-  wanted[u.write_name].push_back(*dst);
+  wanted[u.write_name].push_back(*layouts.dst);
 }
 
 }  // namespace
@@ -82,23 +93,24 @@ KeptLayouts choose_channels_last(std::vector<std::vector<Stage>>& kernels, const
   WantedLayouts wanted;
   for (auto& stages : kernels) {
     for (Stage& st : stages) {
-      std::visit(Overloaded{
-                     [&](LinearStage& l) { add_linear_uses(l, graph, engine, uses, wanted); },
-                     [&](LoopStage& l) {
-                       for (const auto& t : l.read_names) uses.add(t, LayoutUse::LoopRead);
-                       for (const auto& t : l.loop->writes()) uses.add(t, LayoutUse::LoopWrite);
-                     },
-                     [&](UnaryDnnlStage& u) { add_unary_uses(u, graph, engine, uses, wanted); },
-                     [&](Int8LinearStage& q) {  // int8 tensors stay plain in the arena
-                       plain_reads(q.read_names);
-                       uses.add(q.write_name, LayoutUse::Plain);
-                     },
-                     [&](ReferenceStage& r) {
-                       plain_reads(r.read_names);
-                       plain_reads(r.node->outputs);
-                     },
-                 },
-                 st);
+      std::visit(
+          Overloaded{
+              [&](LinearStage& l) { add_linear_uses(l, graph, engine, uses, wanted); },
+              [&](LoopStage& l) {
+                for (const auto& t : l.read_names) uses.add(t, LayoutUse::LoopRead);
+                for (const auto& t : l.loop->writes()) uses.add(t, LayoutUse::LoopWrite);
+              },
+              [&](MemoryBoundStage& u) { add_memory_bound_uses(u, graph, engine, uses, wanted); },
+              [&](Int8LinearStage& q) {  // int8 tensors stay plain in the arena
+                plain_reads(q.read_names);
+                uses.add(q.write_name, LayoutUse::Plain);
+              },
+              [&](ReferenceStage& r) {
+                plain_reads(r.read_names);
+                plain_reads(r.node->outputs);
+              },
+          },
+          st);
     }
   }
   for (const auto& [tensor, layouts] : wanted) {
@@ -106,16 +118,22 @@ KeptLayouts choose_channels_last(std::vector<std::vector<Stage>>& kernels, const
       if (l != layouts.front()) uses.add(tensor, LayoutUse::Plain);  // they disagree
     }
   }
-  // Pooling and resampling run fast only with source and result in one layout (oneDNN
-  // takes its reference kernel for a mix): keep both or neither.
+  // Pooling, resampling and concatenation run fast only with sources and result in one
+  // layout (oneDNN takes its reference kernel for a mix): keep all or none.
   for (bool mixed = true; mixed;) {
     mixed = false;
     const std::set<std::string> chosen = uses.channels_last();
     for (const auto& stages : kernels) {
       for (const Stage& st : stages) {
-        const auto* u = std::get_if<UnaryDnnlStage>(&st);
-        if (!u || chosen.count(u->read_names[0]) == chosen.count(u->write_name)) continue;
-        uses.add(u->read_names[0], LayoutUse::Plain);
+        const auto* u = std::get_if<MemoryBoundStage>(&st);
+        if (!u) continue;
+        const std::size_t kept = chosen.count(u->write_name);
+        bool same = true;
+        for (std::size_t i = 0; i < u->sources; ++i) {
+          same = same && chosen.count(u->read_names[i]) == kept;
+        }
+        if (same) continue;
+        for (std::size_t i = 0; i < u->sources; ++i) uses.add(u->read_names[i], LayoutUse::Plain);
         uses.add(u->write_name, LayoutUse::Plain);
         mixed = true;
       }
@@ -221,18 +239,22 @@ void build_linear_ops(std::vector<std::vector<Stage>>& kernels, const Graph& gra
   }
 }
 
-void relayout_unary_ops(std::vector<std::vector<Stage>>& kernels, const Graph& graph,
-                        const dnnl::engine& engine, const KeptLayouts& kept) {
+void relayout_memory_bound_ops(std::vector<std::vector<Stage>>& kernels, const Graph& graph,
+                               const dnnl::engine& engine, const KeptLayouts& kept) {
   for (auto& stages : kernels) {
     for (Stage& st : stages) {
-      auto* u = std::get_if<UnaryDnnlStage>(&st);
+      auto* u = std::get_if<MemoryBoundStage>(&st);
       if (!u) continue;
-      UnaryLayouts layouts;
-      if (auto it = kept.find(u->read_names[0]); it != kept.end()) layouts.src = it->second;
+      MemoryBoundLayouts layouts;
+      bool any = false;
+      for (std::size_t i = 0; i < u->sources; ++i) {
+        auto it = kept.find(u->read_names[i]);
+        layouts.srcs.push_back(it != kept.end() ? std::optional(it->second) : std::nullopt);
+        any = any || layouts.srcs.back().has_value();
+      }
       if (auto it = kept.find(u->write_name); it != kept.end()) layouts.dst = it->second;
-      if (!layouts.src && !layouts.dst) continue;
-      std::optional<UnaryDnnlOp> op = make_pool(engine, graph, *u->node, layouts);
-      if (!op) op = make_resample(engine, graph, *u->node, layouts);
+      if (!any && !layouts.dst) continue;
+      std::optional<MemoryBoundOp> op = make_memory_bound(engine, graph, *u->node, layouts);
       if (!op) internal_error("{}: no oneDNN primitive in its stored layouts", u->node->describe());
       u->op = std::move(*op);
     }

@@ -43,9 +43,10 @@ void build_linear_ops(std::vector<std::vector<Stage>>& kernels, const Graph& gra
                       MemoryPlan& memory, PlanExecutorStats& stats, PackedWeights& packing,
                       const std::function<void(const std::string&)>& release);
 
-// Builds again every pooling / resampling primitive whose source or result is kept.
-void relayout_unary_ops(std::vector<std::vector<Stage>>& kernels, const Graph& graph,
-                        const dnnl::engine& engine, const KeptLayouts& kept);
+// Builds again every pooling / resampling / concatenation primitive whose sources or
+// result are kept.
+void relayout_memory_bound_ops(std::vector<std::vector<Stage>>& kernels, const Graph& graph,
+                               const dnnl::engine& engine, const KeptLayouts& kept);
 
 // Compiles again every fused loop that reads or writes a kept tensor, for its layout.
 void relayout_loops(std::vector<std::vector<Stage>>& kernels, const Graph& graph,

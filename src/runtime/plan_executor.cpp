@@ -100,7 +100,7 @@ struct PlanExecutor::Impl {
                      options.packing ? *options.packing : own_packing, release);
     relayout_loops(kernels, g, kept, stats);
     return_freed_heap();
-    relayout_unary_ops(kernels, g, engine, kept);
+    relayout_memory_bound_ops(kernels, g, engine, kept);
     // Offsets are fixed: allocate the pools and point every stage at its memory.
     memory.allocate_pools();
     stats.scratch_bytes = memory.scratch_bytes();
@@ -130,8 +130,11 @@ struct PlanExecutor::Impl {
                               memory.mutable_address(l.y), l.extra_ptrs);
                      stream.wait();
                    },
-                   [&](UnaryDnnlStage& u) {
-                     u.op.run(stream, memory.address(u.x), memory.mutable_address(u.y));
+                   [&](MemoryBoundStage& u) {
+                     for (std::size_t i = 0; i < u.xs.size(); ++i) {
+                       u.x_ptrs[i] = memory.address(u.xs[i]);
+                     }
+                     u.op.run(stream, u.x_ptrs, memory.mutable_address(u.y));
                      stream.wait();
                    },
                    [&](LoopStage& l) {
@@ -185,21 +188,22 @@ struct PlanExecutor::Impl {
     }
     for (const Stage& stage : kernels.at(k)) {
       if (!how.empty()) how += " | ";
-      how += std::visit(Overloaded{
-                            [](const LinearStage& l) {
-                              std::string s = "onednn " + l.op.implementation;
-                              if (l.op.src_reorder) s += " (reorder in)";
-                              if (l.op.dst_reorder) s += " (reorder out)";
-                              return s;
-                            },
-                            [](const LoopStage&) { return std::string("fused loop"); },
-                            [](const UnaryDnnlStage& u) { return "onednn " + u.op.implementation; },
-                            [](const Int8LinearStage& q) { return q.op.describe(); },
-                            [](const ReferenceStage& r) {
-                              return (r.block_copies ? "copies " : "reference ") + r.node->op_type;
-                            },
-                        },
-                        stage);
+      how +=
+          std::visit(Overloaded{
+                         [](const LinearStage& l) {
+                           std::string s = "onednn " + l.op.implementation;
+                           if (l.op.src_reorder) s += " (reorder in)";
+                           if (l.op.dst_reorder) s += " (reorder out)";
+                           return s;
+                         },
+                         [](const LoopStage&) { return std::string("fused loop"); },
+                         [](const MemoryBoundStage& u) { return "onednn " + u.op.implementation; },
+                         [](const Int8LinearStage& q) { return q.op.describe(); },
+                         [](const ReferenceStage& r) {
+                           return (r.block_copies ? "copies " : "reference ") + r.node->op_type;
+                         },
+                     },
+                     stage);
     }
     return ops + ": " + how;
   }

@@ -13,7 +13,7 @@
 // The parts, one file each under runtime/: memory_plan (where tensors live, pools),
 // stage_builder (a kernel cut into stages, stage.hpp), epilogue_matcher (elementwise
 // chains as oneDNN post-ops), linear_layouts (which tensors stay channels-last, asking
-// cost/layout_policy), onednn_linear and onednn_pool_resample (the oneDNN primitives),
+// cost/layout_policy), onednn_linear and onednn_memory_bound (the oneDNN primitives),
 // fused/ (fused loops). This file only runs the stages.
 #pragma once
 

@@ -1,6 +1,7 @@
 // The stages a planned kernel is compiled into (runtime/stage_builder.hpp), one kind per
 // way of computing: a linear primitive on oneDNN with its epilogue, a fused loop, a
-// pooling or resampling primitive on oneDNN, or one primitive on its reference kernel.
+// pooling, resampling or concatenation primitive on oneDNN, or one primitive on its reference
+// kernel.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +17,7 @@
 #include "runtime/int8_linear.hpp"
 #include "runtime/memory_plan.hpp"
 #include "runtime/onednn_linear.hpp"
-#include "runtime/onednn_pool_resample.hpp"
+#include "runtime/onednn_memory_bound.hpp"
 
 namespace orchid {
 
@@ -43,12 +44,15 @@ struct LoopStage {
   std::vector<std::byte*> write_ptrs;
 };
 
-// Pooling or resampling on oneDNN.
-struct UnaryDnnlStage {
+// Pooling, resampling or concatenation on oneDNN.
+struct MemoryBoundStage {
   const Node* node = nullptr;
-  UnaryDnnlOp op;
-  std::vector<std::string> read_names;
-  Location x, y;
+  MemoryBoundOp op;
+  std::vector<std::string> read_names;  // the first `sources` are the primitive's sources
+  std::size_t sources = 1;
+  std::vector<Location> xs;
+  std::vector<const void*> x_ptrs;  // reused every run
+  Location y;
   std::string write_name;
 };
 
@@ -74,6 +78,7 @@ struct Int8LinearStage {
   Location x, y;
 };
 
-using Stage = std::variant<LinearStage, LoopStage, UnaryDnnlStage, ReferenceStage, Int8LinearStage>;
+using Stage =
+    std::variant<LinearStage, LoopStage, MemoryBoundStage, ReferenceStage, Int8LinearStage>;
 
 }  // namespace orchid

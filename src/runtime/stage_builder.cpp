@@ -99,16 +99,18 @@ Stage StageBuilder::single_node_stage(const Node& n, KernelPlaces& places) {
     stats_.int8_fallbacks.push_back(
         fmt::format("{}: runs on its reference kernel: {}", n.describe(), why));
   }
-  std::optional<UnaryDnnlOp> op = make_pool(engine_, graph_, n);
-  if (!op) op = make_resample(engine_, graph_, n);
-  if (op) {
+  if (std::optional<MemoryBoundOp> op = make_memory_bound(engine_, graph_, n)) {
     ++stats_.dnnl_primitives;
-    return UnaryDnnlStage{&n,
-                          std::move(*op),
-                          std::move(reads),
-                          place(places, n.inputs[0]),
-                          place(places, n.outputs[0]),
-                          n.outputs[0]};
+    MemoryBoundStage st;
+    st.node = &n;
+    st.op = std::move(*op);
+    st.read_names = std::move(reads);
+    st.sources = memory_bound_sources(n);
+    for (std::size_t i = 0; i < st.sources; ++i) st.xs.push_back(place(places, n.inputs[i]));
+    st.x_ptrs.resize(st.sources);
+    st.y = place(places, n.outputs[0]);
+    st.write_name = n.outputs[0];
+    return st;
   }
   ++stats_.reference_primitives;
   ReferenceStage st;

@@ -1,6 +1,7 @@
 // A kernel cut into stages: a linear primitive with its epilogue on oneDNN, pooling on
 // oneDNN, a run of elementwise primitives as one fused loop, and what neither covers on
 // its reference kernel; then the same kernel executed against the reference interpreter.
+// A Concat between convolutions runs on oneDNN in their layout, with no reorders.
 #include <gtest/gtest.h>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -9,6 +10,7 @@
 
 #include "eval/random_inputs.hpp"
 #include "eval/reference_interpreter.hpp"
+#include "runtime/onednn_linear.hpp"
 #include "runtime/plan_executor.hpp"
 #include "runtime/stage_builder.hpp"
 #include "small_graph.hpp"
@@ -20,10 +22,25 @@ using runtime_test::make_graph;
 using runtime_test::one_kernel_plan;
 using runtime_test::pattern;
 
-// Conv + bias + Relu, MaxPool, Sigmoid * itself, Concat.
+void expect_matches(const TensorMap& got, const TensorMap& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (const auto& [name, b] : want) {
+    const Tensor& a = got.at(name);
+    ASSERT_EQ(a.shape(), b.shape()) << name;
+    for (std::int64_t i = 0; i < a.numel(); ++i) {
+      ASSERT_NEAR(a.get_as_double(i), b.get_as_double(i),
+                  1e-4 + 1e-3 * std::fabs(b.get_as_double(i)))
+          << name << " element " << i;
+    }
+  }
+}
+
+// Conv + bias + Relu, MaxPool, Sigmoid * itself, Split (block copies).
 Graph four_stage_graph() {
   return make_graph({{"x", {1, 3, 8, 8}}},
-                    {{"w", pattern({4, 3, 3, 3})}, {"b", pattern({1, 4, 1, 1})}},
+                    {{"w", pattern({4, 3, 3, 3})},
+                     {"b", pattern({1, 4, 1, 1})},
+                     {"sizes", runtime_test::i64({2}, {1, 3})}},
                     {{"Conv", {"x", "w"}, {"c"}, {{"pads", std::vector<std::int64_t>{1, 1, 1, 1}}}},
                      {"Add", {"c", "b"}, {"cb"}},
                      {"Relu", {"cb"}, {"r"}},
@@ -34,8 +51,8 @@ Graph four_stage_graph() {
                        {"strides", std::vector<std::int64_t>{2, 2}}}},
                      {"Sigmoid", {"p"}, {"s"}},
                      {"Mul", {"s", "s"}, {"q"}},
-                     {"Concat", {"q", "q"}, {"y"}, {{"axis", std::int64_t{1}}}}},
-                    {"y"});
+                     {"Split", {"q", "sizes"}, {"y", "z"}, {{"axis", std::int64_t{1}}}}},
+                    {"y", "z"});
 }
 
 TEST(StageBuilder, CutsAKernelIntoOneStageOfEachKind) {
@@ -55,13 +72,14 @@ TEST(StageBuilder, CutsAKernelIntoOneStageOfEachKind) {
   EXPECT_EQ(linear->post_ops[1].algorithm, OnednnAlgorithm::EltwiseRelu);
   EXPECT_EQ(linear->dst, "r");
   EXPECT_EQ(linear->y.kind, Location::Kind::Scratch);  // handed to the next stage only
-  EXPECT_TRUE(std::holds_alternative<UnaryDnnlStage>(stages[1]));
+  EXPECT_TRUE(std::holds_alternative<MemoryBoundStage>(stages[1]));
   const auto* loop = std::get_if<LoopStage>(&stages[2]);
   ASSERT_NE(loop, nullptr);
   EXPECT_EQ(loop->read_names, std::vector<std::string>{"p"});
   const auto* ref = std::get_if<ReferenceStage>(&stages[3]);
   ASSERT_NE(ref, nullptr);
-  EXPECT_EQ(ref->node->op_type, "Concat");
+  EXPECT_EQ(ref->node->op_type, "Split");
+  EXPECT_TRUE(ref->block_copies);
   EXPECT_EQ(stats.dnnl_primitives, 2u);
   EXPECT_EQ(stats.epilogue_primitives, 2u);
   EXPECT_EQ(stats.fused_loops, 1u);
@@ -77,18 +95,52 @@ TEST(StageBuilder, TheStagesComputeWhatTheGraphMeans) {
   const TensorMap feed = make_random_inputs(g, 3);
   const TensorMap want = ReferenceInterpreter(g).run(feed);
   for (int round = 0; round < 2; ++round) {
-    const TensorMap got = executor.run(feed);
-    const Tensor& a = got.at("y");
-    const Tensor& b = want.at("y");
-    ASSERT_EQ(a.shape(), b.shape());
-    for (std::int64_t i = 0; i < a.numel(); ++i) {
-      ASSERT_NEAR(a.get_as_double(i), b.get_as_double(i),
-                  1e-4 + 1e-3 * std::fabs(b.get_as_double(i)))
-          << "element " << i;
-    }
+    expect_matches(executor.run(feed), want);
   }
   EXPECT_NE(executor.describe_kernel(0).find("fused loop"), std::string::npos);
-  EXPECT_NE(executor.describe_kernel(0).find("copies Concat"), std::string::npos);
+  EXPECT_NE(executor.describe_kernel(0).find("copies Split"), std::string::npos);
+}
+
+// A SqueezeNet fire module: a squeeze convolution, two expand convolutions of its result,
+// their Concat, and a convolution of that; each node its own kernel, so every tensor
+// passes through the arena. The Concat runs on oneDNN, reading and writing the layout the
+// convolutions prefer: only the graph's plain input and output are reordered.
+TEST(StageBuilder, AConcatBetweenConvolutionsKeepsTheirLayout) {
+  const auto pads = std::vector<std::int64_t>{1, 1, 1, 1};
+  const Graph g = make_graph({{"x", {1, 16, 8, 8}}},
+                             {{"w0", pattern({16, 16, 1, 1})},
+                              {"w1", pattern({16, 16, 1, 1})},
+                              {"w2", pattern({16, 16, 3, 3})},
+                              {"w3", pattern({16, 32, 1, 1})}},
+                             {{"Conv", {"x", "w0"}, {"s"}},
+                              {"Conv", {"s", "w1"}, {"e1"}},
+                              {"Conv", {"s", "w2"}, {"e2"}, {{"pads", pads}}},
+                              {"Concat", {"e1", "e2"}, {"c"}, {{"axis", std::int64_t{1}}}},
+                              {"Conv", {"c", "w3"}, {"y"}}},
+                             {"y"});
+  const PrimitiveGraphIndex index(g, {});
+  std::vector<KernelChoice> each;
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) each.push_back(KernelChoice{{i}, 0.0});
+  const auto plan = build_plan(index, {}, each, "test");
+  ASSERT_TRUE(plan.has_value());
+  PlanExecutor executor(g, *plan, {});
+  const TensorMap feed = make_random_inputs(g, 5);
+  expect_matches(executor.run(feed), ReferenceInterpreter(g).run(feed));
+  const std::string concat = executor.describe_kernel(3);
+  EXPECT_EQ(concat.find("copies"), std::string::npos) << concat;
+  EXPECT_NE(concat.find("onednn"), std::string::npos) << concat;
+  EXPECT_EQ(executor.stats().reference_primitives, 0u);
+  // Where oneDNN's convolutions prefer a layout other than plain on this CPU (NHWC on
+  // AVX-512, nChw8c/16c on AVX2), the tensors between them stay in it.
+  const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  if (activation_preferred_layout(engine, {1, 16, 8, 8}).has_value()) {
+    for (std::size_t k : {1, 2}) {  // the expand convolutions: no reorder either side
+      EXPECT_EQ(executor.describe_kernel(k).find("reorder"), std::string::npos)
+          << executor.describe_kernel(k);
+    }
+    EXPECT_EQ(executor.describe_kernel(4).find("reorder in"), std::string::npos)
+        << executor.describe_kernel(4);
+  }
 }
 
 TEST(StageBuilder, ALinearOpOneDnnCannotRunGoesToItsReferenceKernel) {

@@ -1,4 +1,4 @@
-#include "runtime/onednn_pool_resample.hpp"
+#include "runtime/onednn_memory_bound.hpp"
 
 #include <cmath>
 
@@ -12,28 +12,38 @@ namespace {
 
 using dnnl::memory;
 
-UnaryDnnlOp unary_dnnl_op(dnnl::primitive prim, std::string implementation,
-                          const memory::desc& src_md, const memory::desc& dst_md,
-                          const dnnl::engine& engine) {
-  UnaryDnnlOp op;
+MemoryBoundOp memory_bound_op(dnnl::primitive prim, std::string implementation,
+                              const std::vector<memory::desc>& src_mds, const memory::desc& dst_md,
+                              const dnnl::engine& engine) {
+  MemoryBoundOp op;
   op.prim = std::move(prim);
   op.implementation = std::move(implementation);
-  op.src = memory(src_md, engine, DNNL_MEMORY_NONE);
   op.dst = memory(dst_md, engine, DNNL_MEMORY_NONE);
-  op.args = {{DNNL_ARG_SRC, op.src}, {DNNL_ARG_DST, op.dst}};
+  op.args = {{DNNL_ARG_DST, op.dst}};
+  const bool one = src_mds.size() == 1;
+  for (std::size_t i = 0; i < src_mds.size(); ++i) {
+    op.srcs.push_back(memory(src_mds[i], engine, DNNL_MEMORY_NONE));
+    op.args.emplace(one ? DNNL_ARG_SRC : DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i),
+                    op.srcs.back());
+  }
   return op;
+}
+
+memory::desc source_desc(const MemoryBoundLayouts& layouts, std::size_t i, const Shape& shape) {
+  if (i < layouts.srcs.size() && layouts.srcs[i]) return *layouts.srcs[i];
+  return plain_desc(to_dims(shape));
 }
 
 }  // namespace
 
-void UnaryDnnlOp::run(dnnl::stream& stream, const void* x, void* y) {
-  src.set_data_handle(const_cast<void*>(x));
+void MemoryBoundOp::run(dnnl::stream& stream, std::span<const void* const> xs, void* y) {
+  for (std::size_t i = 0; i < srcs.size(); ++i) srcs[i].set_data_handle(const_cast<void*>(xs[i]));
   dst.set_data_handle(y);
   prim.execute(stream, args);
 }
 
-std::optional<UnaryDnnlOp> make_pool(const dnnl::engine& engine, const Graph& g, const Node& node,
-                                     const UnaryLayouts& layouts) {
+std::optional<MemoryBoundOp> make_pool(const dnnl::engine& engine, const Graph& g, const Node& node,
+                                       const MemoryBoundLayouts& layouts) {
   const OnednnAlgorithm kind = op_traits(node.op_type).onednn;
   const bool max = kind == OnednnAlgorithm::PoolingMax;
   if (!max && kind != OnednnAlgorithm::PoolingAverage) return std::nullopt;
@@ -57,7 +67,7 @@ std::optional<UnaryDnnlOp> make_pool(const dnnl::engine& engine, const Graph& g,
     pr[d] = (y.shape[2 + d] - 1) * geo.strides[d] + kernel[d] - x.shape[2 + d] - geo.pad_begin[d];
     if (pr[d] < 0) return std::nullopt;
   }
-  const memory::desc src_md = layouts.src.value_or(plain_desc(to_dims(x.shape)));
+  const memory::desc src_md = source_desc(layouts, 0, x.shape);
   const memory::desc dst_md = layouts.dst.value_or(plain_desc(to_dims(y.shape)));
   const auto alg = max           ? dnnl::algorithm::pooling_max
                    : include_pad ? dnnl::algorithm::pooling_avg_include_padding
@@ -68,11 +78,11 @@ std::optional<UnaryDnnlOp> make_pool(const dnnl::engine& engine, const Graph& g,
                                          memory::dims(geo.pad_begin.begin(), geo.pad_begin.end()),
                                          pr);
   const dnnl::pooling_forward::primitive_desc pd(desc, engine);
-  return unary_dnnl_op(dnnl::pooling_forward(pd), pd.impl_info_str(), src_md, dst_md, engine);
+  return memory_bound_op(dnnl::pooling_forward(pd), pd.impl_info_str(), {src_md}, dst_md, engine);
 }
 
-std::optional<UnaryDnnlOp> make_resample(const dnnl::engine& engine, const Graph& g,
-                                         const Node& node, const UnaryLayouts& layouts) {
+std::optional<MemoryBoundOp> make_resample(const dnnl::engine& engine, const Graph& g,
+                                           const Node& node, const MemoryBoundLayouts& layouts) {
   if (op_traits(node.op_type).onednn != OnednnAlgorithm::ResamplingLinear) return std::nullopt;
   if (node.outputs.size() != 1) return std::nullopt;
   if (node.attr_string("mode", "nearest") != "linear") return std::nullopt;
@@ -98,12 +108,49 @@ std::optional<UnaryDnnlOp> make_resample(const dnnl::engine& engine, const Graph
       }
     }
   }
-  const memory::desc src_md = layouts.src.value_or(plain_desc(to_dims(x.shape)));
+  const memory::desc src_md = source_desc(layouts, 0, x.shape);
   const memory::desc dst_md = layouts.dst.value_or(plain_desc(to_dims(y.shape)));
   const dnnl::resampling_forward::desc desc(dnnl::prop_kind::forward_inference,
                                             dnnl::algorithm::resampling_linear, src_md, dst_md);
   const dnnl::resampling_forward::primitive_desc pd(desc, engine);
-  return unary_dnnl_op(dnnl::resampling_forward(pd), pd.impl_info_str(), src_md, dst_md, engine);
+  return memory_bound_op(dnnl::resampling_forward(pd), pd.impl_info_str(), {src_md}, dst_md,
+                         engine);
+}
+
+std::optional<MemoryBoundOp> make_concat(const dnnl::engine& engine, const Graph& g,
+                                         const Node& node, const MemoryBoundLayouts& layouts) {
+  if (node.op_type != "Concat" || node.outputs.size() != 1 || node.inputs.size() < 2) {
+    return std::nullopt;
+  }
+  const TensorInfo& y = g.tensor(node.outputs[0]);
+  const auto rank = static_cast<std::int64_t>(y.shape.size());
+  if (y.dtype != DType::F32 || rank < 1 || rank > 6) return std::nullopt;
+  for (const auto& t : node.inputs) {  // oneDNN refuses empty sources
+    if (t.empty() || g.tensor(t).dtype != DType::F32 || shape_numel(g.tensor(t).shape) == 0) {
+      return std::nullopt;
+    }
+  }
+  std::int64_t axis = node.attr_int("axis", 0);
+  if (axis < 0) axis += rank;
+  std::vector<memory::desc> src_mds;
+  for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+    src_mds.push_back(source_desc(layouts, i, g.tensor(node.inputs[i]).shape));
+  }
+  const memory::desc dst_md = layouts.dst.value_or(plain_desc(to_dims(y.shape)));
+  const dnnl::concat::primitive_desc pd(dst_md, static_cast<int>(axis), src_mds, engine);
+  return memory_bound_op(dnnl::concat(pd), pd.impl_info_str(), src_mds, dst_md, engine);
+}
+
+std::optional<MemoryBoundOp> make_memory_bound(const dnnl::engine& engine, const Graph& g,
+                                               const Node& node,
+                                               const MemoryBoundLayouts& layouts) {
+  if (auto op = make_pool(engine, g, node, layouts)) return op;
+  if (auto op = make_resample(engine, g, node, layouts)) return op;
+  return make_concat(engine, g, node, layouts);
+}
+
+std::size_t memory_bound_sources(const Node& node) {
+  return node.op_type == "Concat" ? node.inputs.size() : 1;
 }
 
 }  // namespace orchid

@@ -1,0 +1,64 @@
+// Memory-bound primitives on oneDNN: pooling, resampling and concatenation, plain or
+// stored as given (the blocked / channels-last layout the convolutions around them use:
+// oneDNN's plain-layout pooling on AVX2 is its slow reference kernel, and a Concat run as
+// plain copies made its producers and consumers reorder), for the cases oneDNN maps exactly
+// onto ONNX's definition (otherwise the reference kernel runs).
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "ir/graph.hpp"
+
+namespace orchid {
+
+struct MemoryBoundOp {
+  dnnl::primitive prim;
+  std::vector<dnnl::memory> srcs;  // one per source
+  dnnl::memory dst;
+  std::unordered_map<int, dnnl::memory> args;
+  std::string implementation;  // oneDNN's name for the kernel it chose
+
+  void run(dnnl::stream& stream, std::span<const void* const> xs, void* y);
+};
+
+// How a primitive's sources and result are stored (nullopt: plain). `srcs` is empty or
+// has one entry per source.
+struct MemoryBoundLayouts {
+  std::vector<std::optional<dnnl::memory::desc>> srcs;
+  std::optional<dnnl::memory::desc> dst;
+};
+
+// A 2-D MaxPool / AveragePool, or nullopt outside what oneDNN maps exactly: f32, one
+// output (no Indices), no dilation, and for AveragePool with count_include_pad no
+// ceil_mode (oneDNN would count the ceil-extended taps too).
+std::optional<MemoryBoundOp> make_pool(const dnnl::engine& engine, const Graph& graph,
+                                       const Node& node, const MemoryBoundLayouts& layouts = {});
+
+// A 4-D linear Resize of the spatial axes with half-pixel centres (PyTorch's
+// align_corners=False), or nullopt: oneDNN's linear resampling is exactly that, source
+// coordinates clamped to the edges as in ONNX. The scales must be the size ratios.
+std::optional<MemoryBoundOp> make_resample(const dnnl::engine& engine, const Graph& graph,
+                                           const Node& node,
+                                           const MemoryBoundLayouts& layouts = {});
+
+// A Concat of f32 tensors of rank 1 to 6 with at least two non-empty sources, or nullopt.
+// Its sources are every input.
+std::optional<MemoryBoundOp> make_concat(const dnnl::engine& engine, const Graph& graph,
+                                         const Node& node, const MemoryBoundLayouts& layouts = {});
+
+// Whichever of the three fits `node`, or nullopt.
+std::optional<MemoryBoundOp> make_memory_bound(const dnnl::engine& engine, const Graph& graph,
+                                               const Node& node,
+                                               const MemoryBoundLayouts& layouts = {});
+
+// How many of the node's inputs a memory-bound primitive reads as sources (the others,
+// Resize's scales or sizes, are constants).
+std::size_t memory_bound_sources(const Node& node);
+
+}  // namespace orchid

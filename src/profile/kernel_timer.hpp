@@ -25,9 +25,10 @@ namespace orchid {
 // so much that stored measurements should be taken again.
 // 2: weights flushed from the caches before each run; 3: boundary tensors NHWC where
 // the kernel's neighbours are convolutions (channels_last_boundaries), as in a model.
+// 4: Concat and spatial means (ReduceMean over H, W) on oneDNN in the convolutions' layout.
 // The layout rule itself is not versioned here: the executor, the timer and the kernel
 // signature share it (cost/layout_policy.hpp), and the signature records its answer.
-constexpr int kKernelTimerVersion = 3;
+constexpr int kKernelTimerVersion = 4;
 
 struct KernelTimerOptions {
   int warmup_runs = 1;           // untimed runs first (page faults, oneDNN JIT)

@@ -56,7 +56,9 @@ void add_memory_bound_uses(const MemoryBoundStage& u, const Graph& graph,
             : activation_preferred_layout(engine, to_dims(graph.tensor(input).shape)));
     preferred = preferred && layouts.srcs.back().has_value();
   }
-  layouts.dst = activation_preferred_layout(engine, to_dims(graph.tensor(u.write_name).shape));
+  if (!u.result_any_layout) {
+    layouts.dst = activation_preferred_layout(engine, to_dims(graph.tensor(u.write_name).shape));
+  }
   for (std::size_t i = u.sources; i < u.read_names.size(); ++i) {
     uses.add(u.read_names[i], LayoutUse::Plain);
   }
@@ -66,15 +68,18 @@ void add_memory_bound_uses(const MemoryBoundStage& u, const Graph& graph,
     std::optional<MemoryBoundOp> op = make_memory_bound(engine, graph, *u.node, layouts);
     return op && op->implementation.rfind("ref", 0) != 0;
   };
-  if (!preferred || !layouts.dst || !fast()) {
+  // A result with the same bytes in every layout is written in whichever is kept.
+  if (u.result_any_layout) uses.add(u.write_name, LayoutUse::LoopWrite);
+  if (!preferred || !(layouts.dst || u.result_any_layout) || !fast()) {
     for (std::size_t i = 0; i < u.sources; ++i) uses.add(u.read_names[i], LayoutUse::Plain);
-    uses.add(u.write_name, LayoutUse::Plain);
+    if (!u.result_any_layout) uses.add(u.write_name, LayoutUse::Plain);
     return;
   }
   for (std::size_t i = 0; i < u.sources; ++i) {
     uses.add(u.read_names[i], LayoutUse::ChannelsLastSource);
     wanted[u.read_names[i]].push_back(*layouts.srcs[i]);
   }
+  if (u.result_any_layout) return;
   uses.add(u.write_name, LayoutUse::ChannelsLastWrite);
   wanted[u.write_name].push_back(*layouts.dst);
 }
@@ -127,14 +132,15 @@ KeptLayouts choose_channels_last(std::vector<std::vector<Stage>>& kernels, const
       for (const Stage& st : stages) {
         const auto* u = std::get_if<MemoryBoundStage>(&st);
         if (!u) continue;
-        const std::size_t kept = chosen.count(u->write_name);
+        const std::size_t kept =
+            u->result_any_layout ? chosen.count(u->read_names[0]) : chosen.count(u->write_name);
         bool same = true;
         for (std::size_t i = 0; i < u->sources; ++i) {
           same = same && chosen.count(u->read_names[i]) == kept;
         }
         if (same) continue;
         for (std::size_t i = 0; i < u->sources; ++i) uses.add(u->read_names[i], LayoutUse::Plain);
-        uses.add(u->write_name, LayoutUse::Plain);
+        if (!u->result_any_layout) uses.add(u->write_name, LayoutUse::Plain);
         mixed = true;
       }
     }
@@ -252,7 +258,9 @@ void relayout_memory_bound_ops(std::vector<std::vector<Stage>>& kernels, const G
         layouts.srcs.push_back(it != kept.end() ? std::optional(it->second) : std::nullopt);
         any = any || layouts.srcs.back().has_value();
       }
-      if (auto it = kept.find(u->write_name); it != kept.end()) layouts.dst = it->second;
+      if (auto it = kept.find(u->write_name); it != kept.end() && !u->result_any_layout) {
+        layouts.dst = it->second;
+      }
       if (!any && !layouts.dst) continue;
       std::optional<MemoryBoundOp> op = make_memory_bound(engine, graph, *u->node, layouts);
       if (!op) internal_error("{}: no oneDNN primitive in its stored layouts", u->node->describe());

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "ir/op_traits.hpp"
+#include "ir/ops/reduction_util.hpp"
 #include "ir/ops/window_geometry.hpp"
 #include "runtime/onednn_memory.hpp"
 
@@ -117,6 +118,45 @@ std::optional<MemoryBoundOp> make_resample(const dnnl::engine& engine, const Gra
                          engine);
 }
 
+std::optional<MemoryBoundOp> make_spatial_mean(const dnnl::engine& engine, const Graph& g,
+                                               const Node& node,
+                                               const MemoryBoundLayouts& layouts) {
+  if (node.op_type != "ReduceMean" || node.outputs.size() != 1) return std::nullopt;
+  if (node.attr_int("keepdims", 1) != 1) return std::nullopt;
+  const TensorInfo& x = g.tensor(node.inputs[0]);
+  if (x.dtype != DType::F32 || x.shape.size() != 4 || shape_numel(x.shape) == 0) {
+    return std::nullopt;
+  }
+  const Tensor* axes = nullptr;
+  if (node.has_input(1)) {
+    if (!g.is_constant(node.inputs[1])) return std::nullopt;
+    axes = g.tensor(node.inputs[1]).data.get();
+  }
+  const auto reduced = reduction_util::resolve_reduction_axes(node, axes, 4);
+  if (reduced.noop || reduced.reduced != std::vector<bool>{false, false, true, true}) {
+    return std::nullopt;
+  }
+  const memory::dims src = to_dims(x.shape);
+  const memory::dims dst{src[0], src[1], 1, 1};
+  const memory::desc src_md = source_desc(layouts, 0, x.shape);
+  // [N, C, 1, 1] has the same bytes in the source's format as plain (and as any layout
+  // without padding): written so, the pooling runs on one format.
+  memory::desc dst_md = plain_desc(dst);
+  for (auto tag : {memory::format_tag::nhwc, memory::format_tag::nChw16c,
+                   memory::format_tag::nChw8c, memory::format_tag::nChw4c}) {
+    if (src_md == memory::desc(src, memory::data_type::f32, tag)) {
+      const memory::desc same(dst, memory::data_type::f32, tag);
+      if (same.get_size() == dst_md.get_size()) dst_md = same;
+      break;
+    }
+  }
+  const dnnl::pooling_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                         dnnl::algorithm::pooling_avg_exclude_padding, src_md,
+                                         dst_md, {1, 1}, {src[2], src[3]}, {0, 0}, {0, 0});
+  const dnnl::pooling_forward::primitive_desc pd(desc, engine);
+  return memory_bound_op(dnnl::pooling_forward(pd), pd.impl_info_str(), {src_md}, dst_md, engine);
+}
+
 std::optional<MemoryBoundOp> make_concat(const dnnl::engine& engine, const Graph& g,
                                          const Node& node, const MemoryBoundLayouts& layouts) {
   if (node.op_type != "Concat" || node.outputs.size() != 1 || node.inputs.size() < 2) {
@@ -146,7 +186,12 @@ std::optional<MemoryBoundOp> make_memory_bound(const dnnl::engine& engine, const
                                                const MemoryBoundLayouts& layouts) {
   if (auto op = make_pool(engine, g, node, layouts)) return op;
   if (auto op = make_resample(engine, g, node, layouts)) return op;
+  if (auto op = make_spatial_mean(engine, g, node, layouts)) return op;
   return make_concat(engine, g, node, layouts);
+}
+
+bool memory_bound_result_any_layout(const Node& node) {
+  return node.op_type == "ReduceMean";
 }
 
 std::size_t memory_bound_sources(const Node& node) {

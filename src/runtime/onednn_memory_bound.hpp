@@ -1,4 +1,5 @@
-// Memory-bound primitives on oneDNN: pooling, resampling and concatenation, plain or
+// Memory-bound primitives on oneDNN: pooling, spatial means, resampling and concatenation,
+// plain or
 // stored as given (the blocked / channels-last layout the convolutions around them use:
 // oneDNN's plain-layout pooling on AVX2 is its slow reference kernel, and a Concat run as
 // plain copies made its producers and consumers reorder), for the cases oneDNN maps exactly
@@ -47,15 +48,27 @@ std::optional<MemoryBoundOp> make_resample(const dnnl::engine& engine, const Gra
                                            const Node& node,
                                            const MemoryBoundLayouts& layouts = {});
 
+// A ReduceMean of a 4-D f32 tensor over its two spatial axes, keeping them (an SE block's
+// or a classifier's global average pool), as an average pooling over the whole image, or
+// nullopt: a fused loop reducing such a tensor stored channels-last reads it with a stride.
+std::optional<MemoryBoundOp> make_spatial_mean(const dnnl::engine& engine, const Graph& graph,
+                                               const Node& node,
+                                               const MemoryBoundLayouts& layouts = {});
+
 // A Concat of f32 tensors of rank 1 to 6 with at least two non-empty sources, or nullopt.
 // Its sources are every input.
 std::optional<MemoryBoundOp> make_concat(const dnnl::engine& engine, const Graph& graph,
                                          const Node& node, const MemoryBoundLayouts& layouts = {});
 
-// Whichever of the three fits `node`, or nullopt.
+// Whichever of the four fits `node`, or nullopt.
 std::optional<MemoryBoundOp> make_memory_bound(const dnnl::engine& engine, const Graph& graph,
                                                const Node& node,
                                                const MemoryBoundLayouts& layouts = {});
+
+// Whether the primitive's result has the same bytes in every layout its consumers may keep
+// it in (a spatial mean's [N, C, 1, 1]): it then follows its source's layout, whichever
+// layout the tensor is kept in.
+bool memory_bound_result_any_layout(const Node& node);
 
 // How many of the node's inputs a memory-bound primitive reads as sources (the others,
 // Resize's scales or sizes, are constants).

@@ -50,6 +50,7 @@ struct MemoryBoundStage {
   MemoryBoundOp op;
   std::vector<std::string> read_names;  // the first `sources` are the primitive's sources
   std::size_t sources = 1;
+  bool result_any_layout = false;  // memory_bound_result_any_layout
   std::vector<Location> xs;
   std::vector<const void*> x_ptrs;  // reused every run
   Location y;

@@ -106,6 +106,7 @@ Stage StageBuilder::single_node_stage(const Node& n, KernelPlaces& places) {
     st.op = std::move(*op);
     st.read_names = std::move(reads);
     st.sources = memory_bound_sources(n);
+    st.result_any_layout = memory_bound_result_any_layout(n);
     for (std::size_t i = 0; i < st.sources; ++i) st.xs.push_back(place(places, n.inputs[i]));
     st.x_ptrs.resize(st.sources);
     st.y = place(places, n.outputs[0]);
@@ -156,7 +157,19 @@ std::vector<Stage> StageBuilder::build(const PlannedKernel& pk) {
   auto is_linear = [&](std::size_t i) {
     return op_traits(graph_.nodes[pk.nodes[i]].op_type).primitive == PrimitiveClass::Linear;
   };
+  // A spatial mean runs as oneDNN's pooling (fast in the layout the convolutions keep,
+  // where a loop would read it with a stride), where oneDNN has more than its reference
+  // kernel for the plain layout it falls back to.
+  auto is_pooled_mean = [&](std::size_t i) {
+    const auto op = make_spatial_mean(engine_, graph_, graph_.nodes[pk.nodes[i]]);
+    return op && op->implementation.rfind("ref", 0) != 0;
+  };
   while (pos < count) {
+    if (is_pooled_mean(pos)) {
+      stages.push_back(single_node_stage(graph_.nodes[pk.nodes[pos]], places));
+      ++pos;
+      continue;
+    }
     if (is_linear(pos)) {
       if (auto st = linear_stage(pk, pos, places)) {
         stats_.dnnl_primitives += 1;
@@ -171,7 +184,7 @@ std::vector<Stage> StageBuilder::build(const PlannedKernel& pk) {
     }
     // The longest run of memory-bound primitives from here that one loop expresses.
     std::size_t run_end = pos;
-    while (run_end < count && !is_linear(run_end)) ++run_end;
+    while (run_end < count && !is_linear(run_end) && !is_pooled_mean(run_end)) ++run_end;
     bool placed = false;
     for (std::size_t end = run_end; end > pos; --end) {
       if (auto st = loop_stage(pk, pos, end, places)) {

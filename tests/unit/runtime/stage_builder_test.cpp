@@ -11,6 +11,7 @@
 #include "eval/random_inputs.hpp"
 #include "eval/reference_interpreter.hpp"
 #include "runtime/onednn_linear.hpp"
+#include "runtime/onednn_memory_bound.hpp"
 #include "runtime/plan_executor.hpp"
 #include "runtime/stage_builder.hpp"
 #include "small_graph.hpp"
@@ -140,6 +141,51 @@ TEST(StageBuilder, AConcatBetweenConvolutionsKeepsTheirLayout) {
     }
     EXPECT_EQ(executor.describe_kernel(4).find("reorder in"), std::string::npos)
         << executor.describe_kernel(4);
+  }
+}
+
+// A squeeze-and-excitation block: the global average pool of a convolution's result
+// (ReduceMean over H and W) runs as oneDNN's pooling in the convolutions' layout, its
+// [1, C, 1, 1] result read by the next convolution without reorders; where oneDNN's plain
+// pooling is only its reference kernel, a fused loop computes it instead.
+TEST(StageBuilder, ASpatialMeanRunsAsPoolingInTheConvolutionsLayout) {
+  const Graph g = make_graph({{"x", {1, 16, 12, 12}}},
+                             {{"w0", pattern({32, 16, 1, 1})},
+                              {"w1", pattern({8, 32, 1, 1})},
+                              {"w2", pattern({32, 8, 1, 1})},
+                              {"w3", pattern({16, 32, 1, 1})},
+                              {"axes", runtime_test::i64({2}, {-2, -1})}},
+                             {{"Conv", {"x", "w0"}, {"a"}},
+                              {"ReduceMean", {"a", "axes"}, {"m"}},
+                              {"Conv", {"m", "w1"}, {"s1"}},
+                              {"Relu", {"s1"}, {"s2"}},
+                              {"Conv", {"s2", "w2"}, {"s3"}},
+                              {"Sigmoid", {"s3"}, {"s4"}},
+                              {"Mul", {"a", "s4"}, {"e"}},
+                              {"Conv", {"e", "w3"}, {"y"}}},
+                             {"y"});
+  const PrimitiveGraphIndex index(g, {});
+  std::vector<KernelChoice> each;
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) each.push_back(KernelChoice{{i}, 0.0});
+  const auto plan = build_plan(index, {}, each, "test");
+  ASSERT_TRUE(plan.has_value());
+  PlanExecutor executor(g, *plan, {});
+  const TensorMap feed = make_random_inputs(g, 6);
+  expect_matches(executor.run(feed), ReferenceInterpreter(g).run(feed));
+  const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  const auto plain = make_spatial_mean(engine, g, g.nodes[1]);
+  ASSERT_TRUE(plain.has_value());
+  const std::string mean = executor.describe_kernel(1);
+  if (plain->implementation.rfind("ref", 0) == 0) {
+    EXPECT_NE(mean.find("fused loop"), std::string::npos) << mean;
+    return;
+  }
+  EXPECT_NE(mean.find("onednn"), std::string::npos) << mean;
+  EXPECT_EQ(mean.find("ref"), std::string::npos) << mean;
+  if (activation_preferred_layout(engine, {1, 32, 12, 12}).has_value()) {
+    // The convolution writing the pooled tensor keeps its layout, no reorder out.
+    EXPECT_EQ(executor.describe_kernel(0).find("reorder out"), std::string::npos)
+        << executor.describe_kernel(0);
   }
 }
 

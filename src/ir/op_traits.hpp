@@ -88,8 +88,9 @@ enum class OnednnAlgorithm {
   PoolingAverage,
   ResamplingLinear,
   // No single op has these: the epilogue matcher recognises them in fissioned chains.
-  EltwiseSwish,    // x * Sigmoid(x)
-  EltwiseGeluErf,  // x * (Erf(x / sqrt 2) + 1) * 0.5
+  EltwiseSwish,      // x * Sigmoid(x)
+  EltwiseGeluErf,    // x * (Erf(x / sqrt 2) + 1) * 0.5
+  EltwiseHardSwish,  // x * Clip(x / 6 + 0.5, 0, 1)
 };
 
 struct OpTraits {

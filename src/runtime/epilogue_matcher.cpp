@@ -78,11 +78,20 @@ std::optional<std::pair<PostOp, std::size_t>> composite_post_op(const Graph& gra
       other_of(n1, chain) == n0->outputs[0] && accept(2, 2)) {
     return std::make_pair(eltwise(OnednnAlgorithm::EltwiseSwish, 1.0f), std::size_t{2});
   }
-  // gelu: scale -> Erf -> Add 1 -> Mul by x -> Mul 0.5
   const Node* n2 = node(2);
   const Node* n3 = node(3);
   const Node* n4 = node(4);
   if (!(n0 && n0->inputs.size() == 2 && n0->inputs[0] == chain)) return std::nullopt;
+  // hardswish (oneDNN's, with alpha 1/6 and beta 0.5 fixed): Mul 1/6 -> Add 0.5 ->
+  // Clip [0, 1] -> Mul by x
+  if (is(n0, "Mul", 2) && scalar_near(n0->inputs[1], 1.0 / 6.0) && is(n1, "Add", 2) &&
+      other_of(n1, n0->outputs[0]) && scalar_near(*other_of(n1, n0->outputs[0]), 0.5) &&
+      is(n2, "Clip", 3) && n2->inputs[0] == n1->outputs[0] && scalar_near(n2->inputs[2], 1.0) &&
+      constant_scalar(graph, n2->inputs[1]) == 0.0f && is(n3, "Mul", 2) &&
+      other_of(n3, chain) == n2->outputs[0] && accept(4, 2)) {
+    return std::make_pair(eltwise(OnednnAlgorithm::EltwiseHardSwish), std::size_t{4});
+  }
+  // gelu: scale -> Erf -> Add 1 -> Mul by x -> Mul 0.5
   const bool scaled = (is(n0, "Div", 2) && scalar_near(n0->inputs[1], std::sqrt(2.0))) ||
                       (is(n0, "Mul", 2) && scalar_near(n0->inputs[1], 1.0 / std::sqrt(2.0)));
   if (!scaled || !is(n1, "Erf", 1) || n1->inputs[0] != n0->outputs[0]) return std::nullopt;

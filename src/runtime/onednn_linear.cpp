@@ -106,6 +106,8 @@ dnnl::algorithm to_dnnl(OnednnAlgorithm a) {
       return A::eltwise_swish;
     case OnednnAlgorithm::EltwiseGeluErf:
       return A::eltwise_gelu_erf;
+    case OnednnAlgorithm::EltwiseHardSwish:
+      return A::eltwise_hardswish;
     case OnednnAlgorithm::BinaryAdd:
       return A::binary_add;
     case OnednnAlgorithm::BinarySub:

@@ -85,6 +85,29 @@ TEST(EpilogueMatcher, SwishAndGeluFromTheirFissionedForms) {
   EXPECT_EQ(gelu.result, "y");
 }
 
+// x * Clip(x / 6 + 0.5, 0, 1), as fission spells HardSwish: oneDNN's hardswish (its
+// alpha 1/6 and beta 0.5 are fixed); another slope stays a chain of its own.
+TEST(EpilogueMatcher, HardSwishFromItsFissionedForm) {
+  const std::vector<std::pair<std::string, Tensor>> constants{{"sixth", f32({}, {1.0f / 6})},
+                                                              {"half", f32({}, {0.5f})},
+                                                              {"zero", f32({}, {0.0f})},
+                                                              {"one", f32({}, {1.0f})}};
+  const std::vector<NodeSpec> nodes{{"Mul", {"mm", "sixth"}, {"a"}},
+                                    {"Add", {"a", "half"}, {"b"}},
+                                    {"Clip", {"b", "zero", "one"}, {"c"}},
+                                    {"Mul", {"mm", "c"}, {"y"}}};
+  const EpilogueMatch m = match_after_matmul(nodes, constants, {"y"});
+  ASSERT_EQ(m.post_ops.size(), 1u);
+  EXPECT_EQ(m.post_ops[0].algorithm, OnednnAlgorithm::EltwiseHardSwish);
+  EXPECT_EQ(m.nodes, 5u);
+  EXPECT_EQ(m.result, "y");
+
+  auto fifth = constants;
+  fifth[0].second = f32({}, {0.2f});  // HardSigmoid's default slope: not oneDNN's hardswish
+  const EpilogueMatch other = match_after_matmul(nodes, fifth, {"y"});
+  for (const auto& op : other.post_ops) EXPECT_NE(op.algorithm, OnednnAlgorithm::EltwiseHardSwish);
+}
+
 TEST(EpilogueMatcher, RefusesSubtractionFromAConstant) {
   // c - x is not a oneDNN binary post-op (it computes x - c only).
   const EpilogueMatch m =

@@ -189,6 +189,31 @@ TEST(StageBuilder, ASpatialMeanRunsAsPoolingInTheConvolutionsLayout) {
   }
 }
 
+// HardSwish after a convolution (MobileNetV3's activation) is one oneDNN post-op, not a
+// fused loop re-reading the convolution's result, and computes what the graph means.
+TEST(StageBuilder, HardSwishFoldsIntoTheConvolution) {
+  const Graph g =
+      make_graph({{"x", {1, 8, 6, 6}}},
+                 {{"w", pattern({16, 8, 3, 3})},
+                  {"sixth", runtime_test::f32({}, {1.0f / 6})},
+                  {"half", runtime_test::f32({}, {0.5f})},
+                  {"zero", runtime_test::f32({}, {0.0f})},
+                  {"one", runtime_test::f32({}, {1.0f})}},
+                 {{"Conv", {"x", "w"}, {"c"}, {{"pads", std::vector<std::int64_t>{1, 1, 1, 1}}}},
+                  {"Mul", {"c", "sixth"}, {"a"}},
+                  {"Add", {"a", "half"}, {"b"}},
+                  {"Clip", {"b", "zero", "one"}, {"h"}},
+                  {"Mul", {"c", "h"}, {"y"}}},
+                 {"y"});
+  const Plan plan = one_kernel_plan(g);  // the executor keeps a reference to it
+  PlanExecutor executor(g, plan, {});
+  TensorMap feed = make_random_inputs(g, 7);
+  for (float& v : feed.at("x").values<float>()) v *= 300.0f;  // reach both clip bounds
+  expect_matches(executor.run(feed), ReferenceInterpreter(g).run(feed));
+  EXPECT_EQ(executor.describe_kernel(0).find("fused loop"), std::string::npos)
+      << executor.describe_kernel(0);
+}
+
 TEST(StageBuilder, ALinearOpOneDnnCannotRunGoesToItsReferenceKernel) {
   // A 1-D convolution (3-D tensors): not a 2-D Conv, so no oneDNN linear stage.
   const Graph g = make_graph({{"x", {1, 2, 9}}}, {{"w", pattern({3, 2, 3})}},

@@ -47,7 +47,7 @@ void add_linear_uses(LinearStage& l, const Graph& graph, const dnnl::engine& eng
 void add_memory_bound_uses(const MemoryBoundStage& u, const Graph& graph,
                            const dnnl::engine& engine, LayoutUses& uses, WantedLayouts& wanted) {
   MemoryBoundLayouts layouts;
-  bool preferred = true;
+  bool preferred = !memory_bound_plain_only(*u.node);
   for (std::size_t i = 0; i < u.sources; ++i) {
     const std::string& input = u.node->inputs[i];
     layouts.srcs.push_back(

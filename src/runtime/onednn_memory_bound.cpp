@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "ir/op_traits.hpp"
+#include "ir/ops/layout_params.hpp"
 #include "ir/ops/reduction_util.hpp"
 #include "ir/ops/window_geometry.hpp"
 #include "runtime/onednn_memory.hpp"
@@ -181,13 +182,42 @@ std::optional<MemoryBoundOp> make_concat(const dnnl::engine& engine, const Graph
   return memory_bound_op(dnnl::concat(pd), pd.impl_info_str(), src_mds, dst_md, engine);
 }
 
+std::optional<MemoryBoundOp> make_transpose(const dnnl::engine& engine, const Graph& g,
+                                            const Node& node) {
+  if (node.op_type != "Transpose" || node.inputs.size() != 1 || node.outputs.size() != 1) {
+    return std::nullopt;
+  }
+  const TensorInfo& x = g.tensor(node.inputs[0]);
+  const std::size_t rank = x.shape.size();
+  if (x.dtype != DType::F32 || rank < 2 || rank > 6 || shape_numel(x.shape) == 0) {
+    return std::nullopt;
+  }
+  const std::vector<std::int64_t> perm = transpose_perm(node, rank);
+  memory::dims in_strides(rank, 1);
+  for (std::size_t d = rank - 1; d > 0; --d) in_strides[d - 1] = in_strides[d] * x.shape[d];
+  memory::dims dims(rank), strides(rank);
+  for (std::size_t d = 0; d < rank; ++d) {
+    dims[d] = x.shape[static_cast<std::size_t>(perm[d])];
+    strides[d] = in_strides[static_cast<std::size_t>(perm[d])];
+  }
+  const memory::desc src_md(dims, memory::data_type::f32, strides);
+  const memory::desc dst_md = plain_desc(dims);
+  const dnnl::reorder::primitive_desc pd(engine, src_md, engine, dst_md);
+  return memory_bound_op(dnnl::reorder(pd), pd.impl_info_str(), {src_md}, dst_md, engine);
+}
+
 std::optional<MemoryBoundOp> make_memory_bound(const dnnl::engine& engine, const Graph& g,
                                                const Node& node,
                                                const MemoryBoundLayouts& layouts) {
   if (auto op = make_pool(engine, g, node, layouts)) return op;
   if (auto op = make_resample(engine, g, node, layouts)) return op;
   if (auto op = make_spatial_mean(engine, g, node, layouts)) return op;
+  if (auto op = make_transpose(engine, g, node)) return op;
   return make_concat(engine, g, node, layouts);
+}
+
+bool memory_bound_plain_only(const Node& node) {
+  return node.op_type == "Transpose";
 }
 
 bool memory_bound_result_any_layout(const Node& node) {

@@ -1,5 +1,5 @@
-// Memory-bound primitives on oneDNN: pooling, spatial means, resampling and concatenation,
-// plain or
+// Memory-bound primitives on oneDNN: pooling, spatial means, resampling, concatenation and
+// transposition, plain or
 // stored as given (the blocked / channels-last layout the convolutions around them use:
 // oneDNN's plain-layout pooling on AVX2 is its slow reference kernel, and a Concat run as
 // plain copies made its producers and consumers reorder), for the cases oneDNN maps exactly
@@ -60,10 +60,18 @@ std::optional<MemoryBoundOp> make_spatial_mean(const dnnl::engine& engine, const
 std::optional<MemoryBoundOp> make_concat(const dnnl::engine& engine, const Graph& graph,
                                          const Node& node, const MemoryBoundLayouts& layouts = {});
 
-// Whichever of the four fits `node`, or nullopt.
+// A Transpose of an f32 tensor of rank 2 to 6, as oneDNN's reorder from the source read
+// through permuted strides to the plain result, or nullopt. (Its layouts are plain.)
+std::optional<MemoryBoundOp> make_transpose(const dnnl::engine& engine, const Graph& graph,
+                                            const Node& node);
+
+// Whichever of the five fits `node`, or nullopt.
 std::optional<MemoryBoundOp> make_memory_bound(const dnnl::engine& engine, const Graph& graph,
                                                const Node& node,
                                                const MemoryBoundLayouts& layouts = {});
+
+// Whether the primitive reads and writes plain tensors only (a Transpose).
+bool memory_bound_plain_only(const Node& node);
 
 // Whether the primitive's result has the same bytes in every layout its consumers may keep
 // it in (a spatial mean's [N, C, 1, 1]): it then follows its source's layout, whichever

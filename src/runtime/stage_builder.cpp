@@ -164,8 +164,15 @@ std::vector<Stage> StageBuilder::build(const PlannedKernel& pk) {
     const auto op = make_spatial_mean(engine_, graph_, graph_.nodes[pk.nodes[i]]);
     return op && op->implementation.rfind("ref", 0) != 0;
   };
+  // A Transpose that is its kernel's only node runs as oneDNN's reorder, a blocked
+  // transposition; a loop gathers it element by element (its offset tables as large).
+  auto is_lone_transpose = [&](std::size_t i) {
+    if (count != 1) return false;
+    const auto op = make_transpose(engine_, graph_, graph_.nodes[pk.nodes[i]]);
+    return op && op->implementation.rfind("ref", 0) != 0;
+  };
   while (pos < count) {
-    if (is_pooled_mean(pos)) {
+    if (is_pooled_mean(pos) || is_lone_transpose(pos)) {
       stages.push_back(single_node_stage(graph_.nodes[pk.nodes[pos]], places));
       ++pos;
       continue;

@@ -298,7 +298,8 @@ TEST(PlanExecutorSteadyState, ExecuteAllocatesNothingOutsideOneDnn) {
   // A model without linear ops, all of whose kernels are fused loops. (oneDNN builds a
   // small argument map inside every primitive execution, and the reference kernels that
   // remain for pooling / Pad / Resize / Concat keep small index vectors, so plans with
-  // those allocate there; the executor and its fused loops do not.)
+  // those allocate there, as does a lone Transpose, oneDNN's reorder; the executor and
+  // its fused loops do not.)
   std::vector<float> gamma(40, 1.5f);
   const Graph g = make_graph(
       {{"x", {2, 3, 40}}},
@@ -309,7 +310,8 @@ TEST(PlanExecutorSteadyState, ExecuteAllocatesNothingOutsideOneDnn) {
        {"ReduceSum", {"e", "ax"}, {"s"}},
        {"Div", {"e", "s"}, {"p"}},
        {"Mul", {"p", "gamma"}, {"q"}},
-       {"Transpose", {"q"}, {"y"}, {{"perm", std::vector<std::int64_t>{0, 2, 1}}}}},
+       // A data move (a lone Transpose would be oneDNN's reorder, not a loop).
+       {"Pad", {"q", "pads"}, {"y"}, {{"mode", std::string("edge")}}}},
       {"y"});
   const auto cost_model = make_analytic_cost_model(load_device_spec("cpu", test::source_configs()));
   const Orchestration o = orchestrate(g, *cost_model);

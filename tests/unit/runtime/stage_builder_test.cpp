@@ -214,6 +214,28 @@ TEST(StageBuilder, HardSwishFoldsIntoTheConvolution) {
       << executor.describe_kernel(0);
 }
 
+// A Transpose that is a whole kernel runs as oneDNN's reorder (the source read through
+// permuted strides), and gives exactly the reference's elements.
+TEST(StageBuilder, ALoneTransposeIsOneDnnsReorder) {
+  const std::vector<std::pair<Shape, std::vector<std::int64_t>>> cases{
+      {{2, 3, 4, 5}, {0, 2, 3, 1}}, {{1, 50, 64}, {0, 2, 1}}, {{6, 7}, {1, 0}}};
+  for (const auto& [shape, perm] : cases) {
+    const Graph g =
+        make_graph({{"x", shape}}, {}, {{"Transpose", {"x"}, {"y"}, {{"perm", perm}}}}, {"y"});
+    const Plan plan = one_kernel_plan(g);
+    PlanExecutor executor(g, plan, {});
+    const TensorMap feed = make_random_inputs(g, 8);
+    const TensorMap got = executor.run(feed);
+    const TensorMap want = ReferenceInterpreter(g).run(feed);
+    ASSERT_EQ(got.at("y").shape(), want.at("y").shape());
+    for (std::int64_t e = 0; e < want.at("y").numel(); ++e) {
+      ASSERT_EQ(got.at("y").get_as_double(e), want.at("y").get_as_double(e)) << "element " << e;
+    }
+    EXPECT_NE(executor.describe_kernel(0).find("onednn"), std::string::npos)
+        << executor.describe_kernel(0);
+  }
+}
+
 TEST(StageBuilder, ALinearOpOneDnnCannotRunGoesToItsReferenceKernel) {
   // A 1-D convolution (3-D tensors): not a 2-D Conv, so no oneDNN linear stage.
   const Graph g = make_graph({{"x", {1, 2, 9}}}, {{"w", pattern({3, 2, 3})}},

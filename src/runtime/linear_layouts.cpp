@@ -41,9 +41,10 @@ void add_linear_uses(LinearStage& l, const Graph& graph, const dnnl::engine& eng
   }
 }
 
-// Pooling, resampling and concatenation run in the layout the convolutions prefer for
-// their sources and result when all can be stored so and oneDNN has more than its
-// reference kernel for it (they then count as such a convolution's uses).
+// Pooling, spatial means, resampling and concatenation run in the layout the convolutions
+// prefer for their sources and result when all can be stored so and oneDNN has more than
+// its reference kernel for it (they then count as such a convolution's uses); a
+// transposition reads and writes plain tensors.
 void add_memory_bound_uses(const MemoryBoundStage& u, const Graph& graph,
                            const dnnl::engine& engine, LayoutUses& uses, WantedLayouts& wanted) {
   MemoryBoundLayouts layouts;

@@ -1,5 +1,6 @@
 #include "runtime/stage_builder.hpp"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "ir/op_traits.hpp"
@@ -161,7 +162,16 @@ std::vector<Stage> StageBuilder::build(const PlannedKernel& pk) {
   // where a loop would read it with a stride), where oneDNN has more than its reference
   // kernel for the plain layout it falls back to.
   auto is_pooled_mean = [&](std::size_t i) {
-    const auto op = make_spatial_mean(engine_, graph_, graph_.nodes[pk.nodes[i]]);
+    // Not where a loop computes the mean's source in this kernel: the loop reduces it as
+    // it computes it, with no intermediate (an instance norm's variance).
+    const Node& n = graph_.nodes[pk.nodes[i]];
+    for (std::size_t j = 0; j < i; ++j) {
+      const auto& outs = graph_.nodes[pk.nodes[j]].outputs;
+      if (!is_linear(j) && std::find(outs.begin(), outs.end(), n.inputs[0]) != outs.end()) {
+        return false;
+      }
+    }
+    const auto op = make_spatial_mean(engine_, graph_, n);
     return op && op->implementation.rfind("ref", 0) != 0;
   };
   // A Transpose that is its kernel's only node runs as oneDNN's reorder, a blocked

@@ -189,6 +189,20 @@ TEST(StageBuilder, ASpatialMeanRunsAsPoolingInTheConvolutionsLayout) {
   }
 }
 
+// A spatial mean of a value a loop computes in the same kernel (an instance norm's
+// variance) stays in that loop: it reduces the value as it computes it, with no
+// intermediate tensor for a pooling to read.
+TEST(StageBuilder, ASpatialMeanOfALoopsValueStaysInTheLoop) {
+  const Graph g =
+      make_graph({{"x", {1, 8, 10, 10}}}, {{"axes", runtime_test::i64({2}, {2, 3})}},
+                 {{"Mul", {"x", "x"}, {"sq"}}, {"ReduceMean", {"sq", "axes"}, {"y"}}}, {"y"});
+  const Plan plan = one_kernel_plan(g);
+  PlanExecutor executor(g, plan, {});
+  const TensorMap feed = make_random_inputs(g, 9);
+  expect_matches(executor.run(feed), ReferenceInterpreter(g).run(feed));
+  EXPECT_EQ(executor.describe_kernel(0), "Mul+ReduceMean: fused loop");
+}
+
 // HardSwish after a convolution (MobileNetV3's activation) is one oneDNN post-op, not a
 // fused loop re-reading the convolution's result, and computes what the graph means.
 TEST(StageBuilder, HardSwishFoldsIntoTheConvolution) {

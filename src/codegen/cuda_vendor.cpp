@@ -130,8 +130,8 @@ class LtGemm final : public VendorOp {
         l.cublasLtMatmulPreferenceSetAttribute_p(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                  &workspace_bytes_, sizeof(workspace_bytes_)),
         "preference workspace");
-    // Only kernels that accept the operands' true alignment (the plan aligns tensors to
-    // less than the 256 bytes cuBLASLt otherwise assumes).
+    // Only kernels that accept the operands' true alignment: cuBLASLt otherwise assumes
+    // 256 bytes, which a batch's matrix (at its stride) need not have.
     const std::pair<cublasLtMatmulPreferenceAttributes_t, std::uint32_t> alignments[] = {
         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, operand_alignment(g.b, g.stride_b)},
         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, operand_alignment(g.a, g.stride_a)},

@@ -77,4 +77,15 @@ inline Plan one_kernel_plan(const Graph& g) {
   return *plan;
 }
 
+// Each node of the graph as its own kernel, in node order (every tensor between two
+// nodes then passes through the arena).
+inline Plan node_per_kernel_plan(const Graph& g) {
+  const PrimitiveGraphIndex index(g, {});
+  std::vector<KernelChoice> each;
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) each.push_back(KernelChoice{{i}, 0.0});
+  auto plan = build_plan(index, {}, each, "test");
+  if (!plan) internal_error("test graph cannot be scheduled one node per kernel");
+  return *plan;
+}
+
 }  // namespace orchid::runtime_test

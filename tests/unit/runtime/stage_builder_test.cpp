@@ -119,12 +119,8 @@ TEST(StageBuilder, AConcatBetweenConvolutionsKeepsTheirLayout) {
                               {"Concat", {"e1", "e2"}, {"c"}, {{"axis", std::int64_t{1}}}},
                               {"Conv", {"c", "w3"}, {"y"}}},
                              {"y"});
-  const PrimitiveGraphIndex index(g, {});
-  std::vector<KernelChoice> each;
-  for (std::size_t i = 0; i < g.nodes.size(); ++i) each.push_back(KernelChoice{{i}, 0.0});
-  const auto plan = build_plan(index, {}, each, "test");
-  ASSERT_TRUE(plan.has_value());
-  PlanExecutor executor(g, *plan, {});
+  const Plan plan = runtime_test::node_per_kernel_plan(g);
+  PlanExecutor executor(g, plan, {});
   const TensorMap feed = make_random_inputs(g, 5);
   expect_matches(executor.run(feed), ReferenceInterpreter(g).run(feed));
   const std::string concat = executor.describe_kernel(3);
@@ -164,12 +160,8 @@ TEST(StageBuilder, ASpatialMeanRunsAsPoolingInTheConvolutionsLayout) {
                               {"Mul", {"a", "s4"}, {"e"}},
                               {"Conv", {"e", "w3"}, {"y"}}},
                              {"y"});
-  const PrimitiveGraphIndex index(g, {});
-  std::vector<KernelChoice> each;
-  for (std::size_t i = 0; i < g.nodes.size(); ++i) each.push_back(KernelChoice{{i}, 0.0});
-  const auto plan = build_plan(index, {}, each, "test");
-  ASSERT_TRUE(plan.has_value());
-  PlanExecutor executor(g, *plan, {});
+  const Plan plan = runtime_test::node_per_kernel_plan(g);
+  PlanExecutor executor(g, plan, {});
   const TensorMap feed = make_random_inputs(g, 6);
   expect_matches(executor.run(feed), ReferenceInterpreter(g).run(feed));
   const dnnl::engine engine(dnnl::engine::kind::cpu, 0);

@@ -155,7 +155,7 @@ def main():
                      f"{r['predicted_ms']:.3f} | {r['measured_ms']:.3f} | {r['measured_spread_ms']} | "
                      f"{(r['measured_ms'] / r['predicted_ms'] - 1) * 100:+.0f} % | "
                      f"{r['stream_inferences_per_s']:.1f} | {r['load']:.1f} | "
-                     f"{r['cpu_share']:.2f} | {r['max_rank_comm_ms']:.3f} | "
+                     f"{'-' if r['cpu_share'] is None else format(r['cpu_share'], '.2f')} | {r['max_rank_comm_ms']:.3f} | "
                      f"{r['max_abs_diff']:.3g} | {r['bit_identical']} |")
     # The GA plan against data parallelism: predicted and measured gain.
     lines += ["", "GA plan vs data parallelism (gain = 1 - GA / data-parallel):", "",

@@ -54,6 +54,7 @@ struct DistributedRunOptions {
   std::string mapping;             // plan from `orchid map MODEL --json`
   int batch = 0;                   // samples per inference (0: the plan's batch)
   int stream = 1;                  // inferences pipelined through the groups
+  int repeat = 1;                  // timed rounds of `stream` inferences (run's --repeat)
   std::string timeline;            // measured timeline next to the predicted one (JSON)
   std::string gantt;               // the same as an SVG Gantt chart
   bool check = false;              // compare every output with the reference interpreter

@@ -71,7 +71,7 @@ std::string timeline_json(const distributed::MappingPlan& plan,
   j["plan"] = plan.path;
   j["predicted_latency_s"] = plan.latency_s;
   j["measured_latency_s"] = run.latency_s;
-  j["measured_total_s"] = run.seconds;
+  j["measured_round_s"] = run.round_seconds;
   j["predicted"] = nlohmann::json::array();
   for (std::size_t l = 0; l < plan.layers.size(); ++l) {
     j["predicted"].push_back({{"layer", w.layers[l].name},
@@ -139,6 +139,7 @@ void run_mapping_plan(const ModelOptions& model, const std::vector<std::string>&
     distributed::RunSettings settings;
     settings.batch = batch;
     settings.stream = o.stream;
+    settings.repeat = o.repeat;
     settings.timeout_s = o.timeout_s;
     // Threads per rank: the CPU design's id ends in "x<threads>" (system [devices.cpu]).
     const std::string& design = plan.groups[0].design;
@@ -176,24 +177,35 @@ void run_mapping_plan(const ModelOptions& model, const std::vector<std::string>&
       report["outputs"].push_back(
           {{"name", name}, {"dtype", dtype_name(t.dtype())}, {"shape", t.shape()}, {"sum", sum}});
     }
+    // Latency: the median inference of the timed rounds (after the untimed ones);
+    // throughput: the median round's stream.
+    auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
     double mean = 0;
     for (double l : run.latency_s) mean += l / run.latency_s.size();
-    std::vector<double> sorted = run.latency_s;
-    std::sort(sorted.begin(), sorted.end());
+    const double latency = median(run.latency_s);
+    const double round_s = median(run.round_seconds);
+    const int inferences = static_cast<int>(run.latency_s.size());
     text += fmt::format(
-        "latency  measured {:.3f} ms (first inference), {:.3f} ms mean; predicted {:.3f} ms\n",
-        run.latency_s[0] * 1e3, mean * 1e3, plan.latency_s * 1e3);
-    text += fmt::format("stream   {} inferences in {:.3f} ms: {:.2f} inferences/s\n", o.stream,
-                        run.seconds * 1e3, o.stream / run.seconds);
-    report["latency_ms"] = {{"predicted", plan.latency_s * 1e3},
-                            {"first", run.latency_s[0] * 1e3},
-                            {"mean", mean * 1e3},
-                            {"median", sorted[sorted.size() / 2] * 1e3},
-                            {"min", sorted.front() * 1e3},
-                            {"each", nlohmann::json::array()}};
+        "latency  measured {:.3f} ms (median of {} inference(s) after {} warm-up round(s)), "
+        "{:.3f} ms mean; predicted {:.3f} ms\n",
+        latency * 1e3, inferences, run.warmup_rounds, mean * 1e3, plan.latency_s * 1e3);
+    text += fmt::format("stream   {} inferences in {:.3f} ms{}: {:.2f} inferences/s\n", o.stream,
+                        round_s * 1e3, o.repeat > 1 ? " (median round)" : "", o.stream / round_s);
+    report["latency_ms"] = {
+        {"predicted", plan.latency_s * 1e3},
+        {"first", run.latency_s[0] * 1e3},
+        {"mean", mean * 1e3},
+        {"median", latency * 1e3},
+        {"min", *std::min_element(run.latency_s.begin(), run.latency_s.end()) * 1e3},
+        {"each", nlohmann::json::array()}};
     for (double l : run.latency_s) report["latency_ms"]["each"].push_back(l * 1e3);
-    report["stream_ms"] = run.seconds * 1e3;
-    report["inferences_per_s"] = o.stream / run.seconds;
+    report["repeat"] = o.repeat;
+    report["warmup_rounds"] = run.warmup_rounds;
+    report["stream_ms"] = round_s * 1e3;
+    report["inferences_per_s"] = o.stream / round_s;
     // How much of its compute time each rank had a core: well below 1 when other
     // processes (or more ranks than cores) share the machine. Compute and waiting
     // (collectives, receives) per rank say where measured time went.
@@ -202,21 +214,26 @@ void run_mapping_plan(const ModelOptions& model, const std::vector<std::string>&
     for (const distributed::TimedEvent& e : run.events) {
       if (e.rank < 0 || e.rank >= plan.devices()) continue;
       if (e.kind == "compute") {
-        wall += e.end_s - e.start_s, cpu += e.cpu_s;
+        if (e.cpu_s >= 0) wall += e.end_s - e.start_s, cpu += e.cpu_s;
         compute_s[e.rank] += e.end_s - e.start_s;
       } else if (e.kind != "send") {
         wait_s[e.rank] += e.end_s - e.start_s;
       }
     }
-    if (wall > 0)
+    // Only computations of 100 us or more read the CPU clock (plan_runner.hpp).
+    if (wall > 0) {
       text += fmt::format("cpu      share of compute time on a core {:.2f}\n", cpu / wall);
-    report["cpu_share"] = wall > 0 ? cpu / wall : 1.0;
+      report["cpu_share"] = cpu / wall;
+    } else {
+      text += "cpu      share of compute time not read (no computation of 100 us or more)\n";
+      report["cpu_share"] = nullptr;
+    }
     report["per_rank"] = nlohmann::json::array();
     for (int r = 0; r < plan.devices(); ++r) {
       report["per_rank"].push_back(
           {{"rank", r},
-           {"compute_ms_per_inference", compute_s[r] * 1e3 / o.stream},
-           {"communication_ms_per_inference", wait_s[r] * 1e3 / o.stream}});
+           {"compute_ms_per_inference", compute_s[r] * 1e3 / inferences},
+           {"communication_ms_per_inference", wait_s[r] * 1e3 / inferences}});
     }
     double load[3] = {0, 0, 0};
     if (getloadavg(load, 3) == 3) report["load_average"] = {load[0], load[1], load[2]};

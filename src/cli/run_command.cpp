@@ -255,8 +255,10 @@ void run(const RunOptions& options) {
     if (!options.trace.empty()) {
       fail("--trace describes a single-process run; with --mapping use --timeline");
     }
+    if (options.repeat < 1) fail("--repeat must be at least 1, got {}", options.repeat);
     DistributedRunOptions distributed = options.distributed;
     distributed.json = options.json;
+    distributed.repeat = options.repeat;
     run_mapping_plan(options.model, options.inputs, options.seed, options.save_outputs,
                      distributed);
     return;

@@ -11,6 +11,8 @@
 #include <map>
 #include <set>
 #include <thread>
+
+#include <unistd.h>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -40,16 +42,19 @@ int world_size() {
 namespace {
 
 // Bounded wait for one request: polls so a peer that died or stalled becomes an error.
-// It spins for the first 200 us (most messages of a layer arrive within that, and a
-// sleeping rank waits for the scheduler to wake it: milliseconds on a busy machine), then
-// sleeps between polls, each sleep a tenth of the time waited so far (20 us to 1 ms): a
-// long wait leaves the core to the ranks that compute (polling every 20 us, two idle
-// ranks beside two busy ones on two cores made MobileNetV2 run 1.85x slower) and ends at
-// most about 10 % late.
-void wait_bounded(MPI_Request& request, double timeout_s, const std::string& what) {
+// It spins for the first `spin_s` (200 us where every rank has a core of its own: most
+// messages of a layer arrive within that, and a sleeping rank waits for the scheduler to
+// wake it), then sleeps between polls, each sleep a tenth of the time waited so far (20 us
+// to 1 ms): a long wait leaves the core to the ranks that compute (polling every 20 us,
+// two idle ranks beside two busy ones on two cores made MobileNetV2 run 1.85x slower)
+// and ends at most about 10 % late. A rank with no layers at all waits for the end of
+// the run without spinning, 10 ms between polls: where ranks share cores, each poll takes
+// a core from one that computes (such ranks spinning, or waking every 20 us, tripled a
+// 20 us inference of 4 ranks on 2 cores).
+void wait_bounded(MPI_Request& request, double timeout_s, const std::string& what, double spin_s,
+                  double min_pause_s = 20e-6) {
   const double start = MPI_Wtime();
   const double deadline = start + timeout_s;
-  constexpr double kSpinSeconds = 200e-6;
   for (int done = 0;;) {
     if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
       fail("MPI failed while waiting for {}", what);
@@ -59,8 +64,8 @@ void wait_bounded(MPI_Request& request, double timeout_s, const std::string& wha
       fail("waited more than {} s for {} (did that rank fail?)", timeout_s, what);
     }
     const double waited = MPI_Wtime() - start;
-    if (waited < kSpinSeconds) continue;
-    const double pause = std::clamp(waited / 10, 20e-6, 1e-3);
+    if (waited < spin_s) continue;
+    const double pause = std::clamp(waited / 10, min_pause_s, std::max(min_pause_s, 1e-3));
     std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int>(pause * 1e6)));
   }
 }
@@ -96,6 +101,7 @@ class Runner {
   }
   ~Runner() {
     if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+    if (active_ != MPI_COMM_NULL) MPI_Comm_free(&active_);
   }
   Runner(const Runner&) = delete;
   Runner& operator=(const Runner&) = delete;
@@ -104,6 +110,7 @@ class Runner {
 
  private:
   void build_layout();
+  void run_round(DistributedRun& result, bool keep_outputs);
   double now() const { return MPI_Wtime() - t0_; }
   int leader_of(int group) const { return plan_.groups[group].first_device; }
   const Tensor& value(int inference, int sample, const std::string& name);
@@ -118,21 +125,37 @@ class Runner {
   Tensor recv_tensor(DType dtype, const Shape& shape, int from, int tag, const std::string& what,
                      int inference, int layer);
   void wait_collective(MPI_Request& request, const char* what);
-  // Wall-clock and this thread's CPU time: their ratio over an event says how much of
-  // it the rank had a core (other processes on an oversubscribed machine take the rest).
+  void wait(MPI_Request& request, const std::string& what) {
+    wait_bounded(request, settings_.timeout_s, what, kSpinSeconds);
+  }
+  static constexpr double kSpinSeconds = 200e-6;
+  static constexpr int kMaxWarmupRounds = 10000;
+  // Wall-clock and this thread's CPU time: their ratio over a computation says how much
+  // of it the rank had a core (other processes on an oversubscribed machine take the
+  // rest). The thread's CPU clock is a system call (0.6 us on a VM: a tenth of a small
+  // layer), so it is read only around computations the plan expects to take 100 us or
+  // more; transfers, whose CPU time says nothing (spinning or sleeping), and smaller
+  // computations read only the wall clock (cpu_s -1).
   struct Stamp {
-    double wall, cpu;
+    double wall, cpu = -1;
   };
+  static constexpr double kCpuClockMinSeconds = 100e-6;
   static double thread_cpu_seconds() {
     timespec t{};
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
     return static_cast<double>(t.tv_sec) + t.tv_nsec * 1e-9;
   }
-  Stamp stamp() const { return {now(), thread_cpu_seconds()}; }
+  Stamp stamp() const { return {now()}; }
+  Stamp compute_stamp(int layer) const {
+    const PlanLayer& l = plan_.layers[layer];
+    if (l.finish_s - l.start_s < kCpuClockMinSeconds) return {now()};
+    return {now(), thread_cpu_seconds()};
+  }
   void event(int layer, int inference, const char* kind, std::string how, Stamp start,
              double bytes = 0) {
-    events_.push_back({rank_, layer, inference, kind, std::move(how), start.wall, now(), bytes,
-                       thread_cpu_seconds() - start.cpu});
+    const double end = now();
+    const double cpu = start.cpu >= 0 ? thread_cpu_seconds() - start.cpu : -1;
+    events_.push_back({rank_, layer, inference, kind, std::move(how), start.wall, end, bytes, cpu});
   }
 
   // A graph run on the CPU executor under the plan the kernel orchestrator picks, or on
@@ -182,6 +205,7 @@ class Runner {
   bool leader_needs_whole(const std::string& t);
   int last_reader(const std::string& t);
   void plan_releases();
+  void plan_messages();
 
   // Tensors from other groups, per (inference, name): one posted receive per sample.
   struct Incoming {
@@ -204,6 +228,14 @@ class Runner {
   // Memo of last_reader; per layer, the tensors this rank drops once the layer has run.
   std::unordered_map<std::string, int> last_reader_;
   std::vector<std::vector<std::string>> release_after_;
+  // Per layer, decided once before the clock starts (plan_messages): the tensors its
+  // leader receives from other groups, the ones a batch layer scatters to and gathers
+  // from the members, and where each of its exports goes (leader ranks).
+  struct LayerMessages {
+    std::vector<std::string> receive, scatter, gather;
+    std::vector<std::pair<std::string, std::vector<int>>> send;
+  };
+  std::vector<LayerMessages> messages_;
   MPI_Comm comm_ = MPI_COMM_NULL;  // the group's ranks, for its collectives
   const Graph& g_;
   const mapping::Workload& w_;
@@ -211,6 +243,9 @@ class Runner {
   const std::vector<std::vector<TensorMap>>& inputs_;
   const RunSettings settings_;
   int rank_ = 0, size_ = 1, group_ = 0, member_ = 0, members_ = 1, leader_ = 0;
+  // Ranks that run rounds: those whose group has layers, and rank 0 (it collects the
+  // outputs). The others (a plan may leave a group without layers) only wait for the end.
+  MPI_Comm active_ = MPI_COMM_NULL;
   Layout lay_;
   double t0_ = 0;
   // Per inference and sample: tensors this rank holds.
@@ -329,7 +364,7 @@ Tensor Runner::recv_tensor(DType dtype, const Shape& shape, int from, int tag,
                 &request) != MPI_SUCCESS) {
     fail("MPI_Irecv from rank {} failed", from);
   }
-  wait_bounded(request, settings_.timeout_s, fmt::format("{} from rank {}", what, from));
+  wait(request, fmt::format("{} from rank {}", what, from));
   event(layer, inference, "recv", std::to_string(from), start, static_cast<double>(t.nbytes()));
   return t;
 }
@@ -365,8 +400,7 @@ void Runner::receive(int inference, const std::string& name, int layer) {
   Incoming& in = it->second;
   for (int b = 0; b < settings_.batch; ++b) {
     const Stamp start = stamp();
-    wait_bounded(in.requests[b], settings_.timeout_s,
-                 fmt::format("tensor '{}' from rank {}", name, in.from));
+    wait(in.requests[b], fmt::format("tensor '{}' from rank {}", name, in.from));
     event(layer, inference, "recv", std::to_string(in.from), start,
           static_cast<double>(in.buffers[b].nbytes()));
     env_[inference][b][name] = std::move(in.buffers[b]);
@@ -375,21 +409,8 @@ void Runner::receive(int inference, const std::string& name, int layer) {
 }
 
 void Runner::send_exports(int inference, int layer) {
-  std::set<std::pair<int, std::string>> sent;
-  for (const std::string& t : lay_.exports[layer]) {
-    std::set<int> to;
-    for (int l = 0; l < static_cast<int>(w_.layers.size()); ++l) {
-      const int gl = plan_.layers[l].group;
-      if (gl == group_) continue;
-      if (std::find(lay_.reads[l].begin(), lay_.reads[l].end(), t) != lay_.reads[l].end()) {
-        to.insert(leader_of(gl));
-      }
-    }
-    if (std::find(g_.outputs.begin(), g_.outputs.end(), t) != g_.outputs.end() && rank_ != 0) {
-      to.insert(0);
-    }
+  for (const auto& [t, to] : messages_[layer].send) {
     for (int r : to) {
-      if (r == rank_) continue;
       for (int b = 0; b < settings_.batch; ++b) {
         send_tensor(env_[inference][b].at(t), r, lay_.tensor_id.at(t), inference, layer);
       }
@@ -618,9 +639,8 @@ void Runner::run_whole(int inference, int sample, int layer) {
 }
 
 void Runner::wait_collective(MPI_Request& request, const char* what) {
-  wait_bounded(
-      request, settings_.timeout_s,
-      fmt::format("{} in group {} (ranks {}..{})", what, group_, leader_, leader_ + members_ - 1));
+  wait(request,
+       fmt::format("{} in group {} (ranks {}..{})", what, group_, leader_, leader_ + members_ - 1));
 }
 
 void Runner::run_sharded(int inference, int layer) {
@@ -717,7 +737,7 @@ void Runner::run_sharded(int inference, int layer) {
       event(layer, inference, "scatter", "group", start, static_cast<double>(x_part.nbytes()));
     }
     // 2. This member's part on the executor.
-    start = stamp();
+    start = compute_stamp(layer);
     TensorMap in;
     in.emplace(xname, std::move(x_part));
     Tensor part = std::move(sl.part->run(in).at(yname));
@@ -725,7 +745,7 @@ void Runner::run_sharded(int inference, int layer) {
     if (sl.rows_out) {
       // The result stays here as this member's rows for the next layer.
       if (sl.block_epilogue) {
-        start = stamp();
+        start = compute_stamp(layer);
         TensorMap feed_rows;
         feed_rows.emplace(yname, std::move(part));
         part = std::move(sl.block_epilogue->run(feed_rows).at(sl.kept));
@@ -797,7 +817,7 @@ void Runner::run_sharded(int inference, int layer) {
     //    every member when all hold its inputs.
     env_[inference][b][yname] = std::move(combined);
     if (sl.epilogue) {
-      start = stamp();
+      start = compute_stamp(layer);
       for (auto& [name, tensor] : sl.epilogue->run(feed(*sl.epilogue, inference, b))) {
         env_[inference][b][name] = std::move(tensor);
       }
@@ -902,6 +922,44 @@ void Runner::plan_releases() {
   }
 }
 
+void Runner::plan_messages() {
+  const int layers = static_cast<int>(w_.layers.size());
+  messages_.assign(layers, {});
+  for (int l = 0; l < layers; ++l) {
+    if (plan_.layers[l].group != group_) continue;
+    LayerMessages& m = messages_[l];
+    for (const std::string& t : lay_.reads[l]) {
+      auto p = lay_.producer.find(t);
+      if (p == lay_.producer.end() || lay_.node_layer[p->second] < 0) continue;
+      if (plan_.layers[lay_.node_layer[p->second]].group != group_) m.receive.push_back(t);
+    }
+    if (auto w = whole_.find(l);
+        w != whole_.end() && members_ > 1 && plan_.layers[l].sharding == Strategy::Batch) {
+      for (const std::string& t : w->second->graph.inputs) {
+        if (!members_hold(t)) m.scatter.push_back(t);
+      }
+      for (const std::string& t : w->second->graph.outputs) {
+        if (leader_needs_whole(t)) m.gather.push_back(t);
+      }
+    }
+    for (const std::string& t : lay_.exports[l]) {
+      std::set<int> to;
+      for (int u = 0; u < layers; ++u) {
+        const int gu = plan_.layers[u].group;
+        if (gu == group_) continue;
+        if (std::find(lay_.reads[u].begin(), lay_.reads[u].end(), t) != lay_.reads[u].end()) {
+          to.insert(leader_of(gu));
+        }
+      }
+      if (std::find(g_.outputs.begin(), g_.outputs.end(), t) != g_.outputs.end() && rank_ != 0) {
+        to.insert(0);
+      }
+      to.erase(rank_);
+      if (!to.empty()) m.send.emplace_back(t, std::vector<int>(to.begin(), to.end()));
+    }
+  }
+}
+
 // Batch sharding: the samples of every read tensor that the members do not hold already
 // scattered to them by blocks, each member runs the whole layer on its samples, and the
 // results that the leader needs whole gathered back.
@@ -956,26 +1014,19 @@ void Runner::run_batch(int inference, int layer) {
     event(layer, inference, scatter ? "scatter" : "gather", "group", start,
           static_cast<double>(counts[member_]));
   };
-  for (const std::string& t : whole_.at(layer)->graph.inputs) {
-    if (!members_hold(t)) exchange(t, true);
-  }
-  const Stamp start = stamp();
+  for (const std::string& t : messages_[layer].scatter) exchange(t, true);
+  const Stamp start = compute_stamp(layer);
   for (int i = 0; i < count[member_]; ++i) run_whole(inference, first[member_] + i, layer);
   if (count[member_] > 0) event(layer, inference, "compute", "batch", start);
-  for (const std::string& t : whole_.at(layer)->graph.outputs) {
-    if (leader_needs_whole(t)) exchange(t, false);
-  }
+  for (const std::string& t : messages_[layer].gather) exchange(t, false);
 }
 
 void Runner::run_layer(int inference, int layer) {
   const Strategy s = plan_.layers[layer].sharding;
   // Inputs from other groups arrive at the leader.
   if (member_ == 0) {
-    for (const std::string& t : lay_.reads[layer]) {
-      auto p = lay_.producer.find(t);
-      if (p == lay_.producer.end() || lay_.node_layer[p->second] < 0) continue;
-      const int from = plan_.layers[lay_.node_layer[p->second]].group;
-      if (from != group_ && !env_[inference][0].count(t)) receive(inference, t, layer);
+    for (const std::string& t : messages_[layer].receive) {
+      if (!env_[inference][0].count(t)) receive(inference, t, layer);
     }
   }
   if (sharded_.count(layer)) {
@@ -983,7 +1034,7 @@ void Runner::run_layer(int inference, int layer) {
   } else if (members_ > 1 && s == Strategy::Batch) {
     run_batch(inference, layer);
   } else if (member_ == 0) {
-    const Stamp start = stamp();
+    const Stamp start = compute_stamp(layer);
     for (int b = 0; b < settings_.batch; ++b) run_whole(inference, b, layer);
     event(layer, inference, "compute",
           s == Strategy::None || members_ == 1 ? "none"
@@ -993,21 +1044,17 @@ void Runner::run_layer(int inference, int layer) {
   if (member_ == 0) send_exports(inference, layer);
 }
 
-DistributedRun Runner::run() {
-  omp_set_num_threads(settings_.threads);
-  // Every layer this rank may run, orchestrated before the clock starts.
-  for (int l = 0; l < static_cast<int>(w_.layers.size()); ++l) {
-    if (plan_.layers[l].group == group_) prepare_layer(l);
-  }
-  plan_releases();
+// One round: `stream` inferences from a synchronised start; on the last round rank 0
+// keeps the graph outputs (every round receives them, so no message is left over).
+void Runner::run_round(DistributedRun& result, bool keep_outputs) {
   env_.assign(settings_.stream,
               std::vector<std::unordered_map<std::string, Tensor>>(settings_.batch));
   rows_.assign(settings_.stream,
                std::vector<std::unordered_map<std::string, Tensor>>(settings_.batch));
-  // Connections within the group are made before the clock starts.
-  int ready = 1, all_ready = 0;
-  MPI_Allreduce(&ready, &all_ready, 1, MPI_INT, MPI_SUM, comm_);
-  MPI_Barrier(MPI_COMM_WORLD);
+  // A waiting rank sleeps (MPI_Barrier would spin, taking a core where ranks share them).
+  MPI_Request barrier;
+  MPI_Ibarrier(active_, &barrier);
+  wait(barrier, "the other ranks to start the round");
   t0_ = MPI_Wtime();
   for (int i = 0; i < settings_.stream; ++i) {
     // Receives posted before the compute, so other groups' results arrive under it.
@@ -1023,39 +1070,101 @@ DistributedRun Runner::run() {
     if (member_ != 0) env_[i].assign(settings_.batch, {});
     rows_[i].assign(settings_.batch, {});
   }
-  DistributedRun result;
+  if (rank_ != 0) return;
   // Graph outputs at rank 0.
-  if (rank_ == 0) {
+  if (keep_outputs) {
     result.outputs.assign(settings_.stream, std::vector<TensorMap>(settings_.batch));
-    for (int i = 0; i < settings_.stream; ++i) {
-      for (const std::string& o : g_.outputs) {
-        auto p = lay_.producer.find(o);
-        const int layer = p == lay_.producer.end() ? -1 : lay_.node_layer[p->second];
-        const int from = layer < 0 ? 0 : leader_of(plan_.layers[layer].group);
-        for (int b = 0; b < settings_.batch; ++b) {
-          if (from == 0) {
-            result.outputs[i][b][o] = value(i, b, o);
-          } else if (env_[i][b].count(o)) {
-            result.outputs[i][b][o] = env_[i][b].at(o);
-          } else {
-            const TensorInfo& info = g_.tensor(o);
-            result.outputs[i][b][o] = recv_tensor(
-                info.dtype, info.shape, from, lay_.tensor_id.at(o), "output '" + o + "'", i, layer);
-          }
+  }
+  for (int i = 0; i < settings_.stream; ++i) {
+    for (const std::string& o : g_.outputs) {
+      auto p = lay_.producer.find(o);
+      const int layer = p == lay_.producer.end() ? -1 : lay_.node_layer[p->second];
+      const int from = layer < 0 ? 0 : leader_of(plan_.layers[layer].group);
+      for (int b = 0; b < settings_.batch; ++b) {
+        Tensor out;
+        if (from == 0) {
+          out = value(i, b, o);
+        } else if (env_[i][b].count(o)) {
+          out = env_[i][b].at(o);
+        } else {
+          const TensorInfo& info = g_.tensor(o);
+          out = recv_tensor(info.dtype, info.shape, from, lay_.tensor_id.at(o),
+                            "output '" + o + "'", i, layer);
         }
+        if (keep_outputs) result.outputs[i][b][o] = std::move(out);
       }
     }
   }
-  for (Pending& p : sends_) wait_bounded(p.request, settings_.timeout_s, p.what);
-  const double local_end = now();
-  double seconds = 0;
-  // Non-blocking, waited for with pauses: a rank that finished early would otherwise
-  // busy-poll inside MPI beside the ranks still computing (on shared cores it took their
-  // time and caches).
-  MPI_Request done;
-  MPI_Iallreduce(&local_end, &seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, &done);
-  wait_bounded(done, settings_.timeout_s, "the other ranks to finish");
-  result.seconds = seconds;
+}
+
+DistributedRun Runner::run() {
+  omp_set_num_threads(settings_.threads);
+  // Every layer this rank may run, orchestrated before the clock starts.
+  for (int l = 0; l < static_cast<int>(w_.layers.size()); ++l) {
+    if (plan_.layers[l].group == group_) prepare_layer(l);
+  }
+  plan_releases();
+  plan_messages();
+  // Connections within the group are made before the clock starts.
+  int ready = 1, all_ready = 0;
+  MPI_Allreduce(&ready, &all_ready, 1, MPI_INT, MPI_SUM, comm_);
+  DistributedRun result;
+  std::vector<TimedEvent> timed;
+  bool has_layers = rank_ == 0;
+  for (const PlanLayer& l : plan_.layers) has_layers = has_layers || l.group == group_;
+  if (MPI_Comm_split(MPI_COMM_WORLD, has_layers ? 0 : 1, rank_, &active_) != MPI_SUCCESS) {
+    fail("rank {}: MPI_Comm_split for the ranks with layers failed", rank_);
+  }
+  // Untimed rounds first: `warmup` of them, and more until they have taken `warmup_s`
+  // (every round's time is the maximum over the ranks, so they all agree when to stop).
+  int warm = 0, timed_rounds = 0;
+  double warm_s = 0;
+  while (has_layers && timed_rounds < settings_.repeat) {
+    const bool is_timed =
+        warm >= settings_.warmup && (warm_s >= settings_.warmup_s || warm >= kMaxWarmupRounds);
+    const int first_inference = timed_rounds * settings_.stream;
+    run_round(result, is_timed && timed_rounds + 1 == settings_.repeat);
+    // The round's messages are all matched before the next round reuses their tags.
+    for (Pending& p : sends_) wait(p.request, p.what);
+    sends_.clear();
+    const double local_end = now();
+    double seconds = 0;
+    // Non-blocking, waited for with pauses: a rank that finished early would otherwise
+    // busy-poll inside MPI beside the ranks still computing (on shared cores it took their
+    // time and caches).
+    MPI_Request done;
+    MPI_Iallreduce(&local_end, &seconds, 1, MPI_DOUBLE, MPI_MAX, active_, &done);
+    wait(done, "the other ranks to finish the round");
+    if (!is_timed) {
+      ++warm;
+      warm_s += seconds;
+      events_.clear();
+      continue;
+    }
+    ++timed_rounds;
+    result.round_seconds.push_back(seconds);
+    for (TimedEvent& e : events_) {
+      e.inference += first_inference;
+      timed.push_back(std::move(e));
+    }
+    events_.clear();
+  }
+  result.warmup_rounds = warm;
+  events_ = std::move(timed);
+  // A rank without layers waits here for the whole run, waking every 10 ms: were it to
+  // keep step with the rounds, the ranks that compute would sleep between them while it
+  // polls, and a rank that slept finds its caches cold (a 20 us inference ran 1.8x
+  // slower). The ranks that compute bound every wait of their own, and a rank that fails
+  // ends all of them.
+  MPI_Request all_done;
+  MPI_Ibarrier(MPI_COMM_WORLD, &all_done);
+  if (has_layers) {
+    wait(all_done, "the ranks without layers");
+  } else {
+    const int most_rounds = std::max(settings_.warmup, kMaxWarmupRounds) + settings_.repeat;
+    wait_bounded(all_done, settings_.timeout_s * most_rounds, "the other ranks to finish", 0,
+                 10e-3);
+  }
   // Every rank's events to rank 0.
   nlohmann::json mine = nlohmann::json::array();
   for (const TimedEvent& e : events_) {
@@ -1074,8 +1183,9 @@ DistributedRun Runner::run() {
   MPI_Gatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR,
               0, MPI_COMM_WORLD);
   if (rank_ == 0) {
-    result.latency_s.assign(settings_.stream, 0);
-    std::vector<double> first(settings_.stream, 1e300), last(settings_.stream, 0);
+    const std::size_t inferences = static_cast<std::size_t>(settings_.stream) * settings_.repeat;
+    result.latency_s.assign(inferences, 0);
+    std::vector<double> first(inferences, 1e300), last(inferences, 0);
     for (int r = 0; r < size_; ++r) {
       for (const auto& e : nlohmann::json::parse(all.substr(offsets[r], lengths[r]))) {
         TimedEvent ev{e[0].get<int>(),         e[1].get<int>(),         e[2].get<int>(),
@@ -1089,7 +1199,7 @@ DistributedRun Runner::run() {
         result.events.push_back(std::move(ev));
       }
     }
-    for (int i = 0; i < settings_.stream; ++i) {
+    for (std::size_t i = 0; i < inferences; ++i) {
       result.latency_s[i] = first[i] <= last[i] ? last[i] - first[i] : 0;
     }
   }
@@ -1138,6 +1248,10 @@ void check_plan(const WorldInfo& world, const mapping::Workload& workload, const
       fail("{}: a plan for another model: layer {} is '{}' in the plan, '{}' in '{}'", plan.path, l,
            plan.layers[l].name, workload.layers[l].name, workload.name);
     }
+  }
+  if (settings.warmup < 0 || settings.repeat < 1 || settings.stream < 1) {
+    fail("distributed run: --stream and --repeat must be at least 1 (got {} and {})",
+         settings.stream, settings.repeat);
   }
   if (settings.batch != plan.batch) {
     fail("{}: the plan was made for batch {}, the run has batch {}", plan.path, plan.batch,

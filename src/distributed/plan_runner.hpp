@@ -48,8 +48,16 @@
 namespace orchid::distributed {
 
 struct RunSettings {
-  int batch = 1;           // samples per inference
-  int stream = 1;          // inferences pipelined through the groups
+  int batch = 1;   // samples per inference
+  int stream = 1;  // inferences pipelined through the groups
+  // Rounds of `stream` inferences, the ranks synchronised between rounds: untimed ones
+  // first, at least `warmup` of them and more until they have taken `warmup_s` (at most
+  // 10,000), then `repeat` timed ones. The first inferences through a plan run up to 2x
+  // slower than later ones (cold code, caches and allocator; on 2 cores a 20 us plan of
+  // 4 ranks needed ~0.1 s to settle).
+  int warmup = 1;
+  double warmup_s = 0.2;
+  int repeat = 1;
   double timeout_s = 300;  // longest wait for any one message
   int threads = 1;         // OpenMP threads per rank
   // Run each layer (its nodes as a subgraph, or its part and epilogue when split) on the
@@ -61,20 +69,24 @@ struct RunSettings {
 struct TimedEvent {
   int rank = 0;
   int layer = -1;
-  int inference = 0;
-  std::string kind;  // compute, send, recv, bcast, scatter, gather, reduce
-  std::string how;   // the strategy as executed (compute) or the peer rank (transfers)
+  int inference = 0;  // round * stream + the inference's place in its round's stream
+  std::string kind;   // compute, send, recv, bcast, scatter, gather, reduce
+  std::string how;    // the strategy as executed (compute) or the peer rank (transfers)
   double start_s = 0, end_s = 0;
   double bytes = 0;
-  double cpu_s = 0;  // CPU time of the rank's thread during the event
+  // A computation the plan expects to take 100 us or more: CPU time of the rank's thread
+  // during it; others (transfers, short computations): -1, not read.
+  double cpu_s = -1;
 };
 
 struct DistributedRun {
-  // Rank 0 only: graph outputs per inference and sample; every rank's events.
+  // Rank 0 only: graph outputs per inference of the stream and sample (the last round's);
+  // every rank's events of the timed rounds, times from the start of their round.
   std::vector<std::vector<TensorMap>> outputs;
   std::vector<TimedEvent> events;
-  std::vector<double> latency_s;  // per inference: first start to last end over ranks
-  double seconds = 0;             // whole run, all inferences
+  std::vector<double> latency_s;      // per timed inference: first start to last end
+  std::vector<double> round_seconds;  // per timed round: its whole stream
+  int warmup_rounds = 0;              // untimed rounds run before them
 };
 
 // An error every rank knows about (all ranks checked and agreed before any ran): each

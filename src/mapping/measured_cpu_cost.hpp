@@ -1,11 +1,11 @@
 // Layer costs of CPU-cluster ranks, measured: a CPU design's cost of a (sharded) layer is
-// the median of 3 to 5 runs, each after evicting the caches (one thread: its CPU time, so other
-// processes on the machine do not inflate it) of the layer's subgraph (layer_subgraph.hpp, the
-// shard's exact shapes) run by the CPU plan executor with the design's thread count, under the plan
-// the kernel orchestrator picks for the given CPU cost model, results copied out as the plan runner
-// does. One sample is measured and the batch multiplies it (the runner runs the batch-1 model once
-// per sample). Memoised by (threads, signature), so repeated blocks and equal shards are measured
-// once. Other designs are delegated.
+// the median of 3 to 25 runs (more while they add up to under 20 ms), each after evicting the
+// caches (one thread: its CPU time, so other processes on the machine do not inflate it) of the
+// layer's subgraph (layer_subgraph.hpp, the shard's exact shapes) run by the CPU plan executor with
+// the design's thread count, under the plan the kernel orchestrator picks for the given CPU cost
+// model, results copied out as the plan runner does. One sample is measured and the batch
+// multiplies it (the runner runs the batch-1 model once per sample). Memoised by (threads,
+// signature), so repeated blocks and equal shards are measured once. Other designs are delegated.
 #pragma once
 
 #include <map>

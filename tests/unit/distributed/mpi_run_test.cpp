@@ -184,6 +184,41 @@ TEST(DistributedRun, BatchChainsGatherOnlyTheirResult) {
   EXPECT_EQ(gathers, 2);  // the one graph output, for each of the 2 inferences
 }
 
+// --repeat: timed rounds of the stream after untimed ones; every timed inference has a
+// latency and events, the last round's outputs are checked, and a group left without
+// layers (4 ranks, every layer forced onto the first two) waits without holding the run.
+TEST(DistributedRun, RepeatedRoundsTimeEveryInferenceAfterAWarmUp) {
+  const fs::path dir = scratch("repeat");
+  std::string plan = plan_for("tiny_conv", "cpu4", 2, "batch", 2, dir);
+  nlohmann::json j;
+  std::ifstream(plan) >> j;
+  j["groups"].push_back({{"design", "cpu"}, {"devices", 2}, {"first_device", 2}});
+  plan = (dir / "two_groups.json").string();
+  std::ofstream(plan) << j.dump();
+  const fs::path timeline = dir / "timeline.json", report = dir / "report.json";
+  const Result r = run_plan(
+      "tiny_conv", plan, 4,
+      "--stream 2 --repeat 3 --json " + report.string() + " --timeline " + timeline.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  nlohmann::json rep;
+  std::ifstream(report) >> rep;
+  EXPECT_EQ(rep["latency_ms"]["each"].size(), 6u) << rep.dump();
+  EXPECT_GE(rep["warmup_rounds"].get<int>(), 1);
+  EXPECT_EQ(rep["repeat"], 3);
+  EXPECT_TRUE(rep["check"]["within_tolerance"].get<bool>());
+  // tiny_conv's layers take microseconds: no CPU clock read around them.
+  EXPECT_TRUE(rep["cpu_share"].is_null());
+  nlohmann::json t;
+  std::ifstream(timeline) >> t;
+  std::set<int> inferences, ranks;
+  for (const auto& e : t["measured"]) {
+    inferences.insert(e["inference"].get<int>());
+    ranks.insert(e["rank"].get<int>());
+  }
+  EXPECT_EQ(inferences, (std::set<int>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(ranks, (std::set<int>{0, 1}));  // ranks 2 and 3 have nothing to do
+}
+
 // A mid-size model in the default suite: MobileNetV2's GA plan on 2 ranks, batch 2.
 TEST(DistributedRun, MobileNetV2PlanOnTwoRanksMatchesTheReference) {
   const fs::path dir = scratch("mobilenet");

@@ -7,7 +7,7 @@ docs/mapping_format.md) and the run's report (`orchid run --mapping --json`, see
 docs/json_output.md). Writes bench/results/distributed.md and .csv (or --out DIR).
 
 Usage: python3 bench/distributed_benchmark.py [--models tiny_conv,mobilenet_v2]
-         [--ranks 1,2,4] [--batch 2] [--stream 4] [--repeats 5] [--quick] [--out DIR]
+         [--ranks 1,2,4] [--batch 2] [--stream 4] [--repeats 3] [--quick] [--out DIR]
 --quick: tiny_conv on 1 and 2 ranks, one repeat, results to a temporary folder (a smoke
 test of the script, not a measurement). Standard library only; needs build/orchid built
 with MPI. Timings need a quiet machine: the load average is recorded with every run.
@@ -47,27 +47,31 @@ def machine():
     return f"{model}, {os.cpu_count()} cores, {isa}"
 
 
-def run_once(model, plan, ranks, batch, stream):
+def run_once(model, plan, ranks, batch, stream, rounds):
     return json.loads(sh(["mpirun", "-n", str(ranks), "--oversubscribe", str(ORCHID), "run",
                           f"models/{model}.onnx", "--mapping", str(plan), "--batch", str(batch),
-                          "--stream", str(stream), "--check", "--json", "-"]))
+                          "--stream", str(stream), "--repeat", str(rounds), "--check", "--json",
+                          "-"]))
 
 
-def run_plan(model, plan, ranks, batch, stream, repeats):
-    """Latency: the plan run `repeats` times with one inference each (the plan's predicted
-    latency is one inference's; in a stream the groups of a pipelined plan also compute
-    at once and inferences queue), the fastest run and its figures: a virtual machine's
-    slow spells (other tenants) land on single runs, as in bench/executor_benchmark.py,
-    which also reports each engine's best round. Throughput: one run of `stream`
-    inferences pipelined through the groups."""
-    reports = [run_once(model, plan, ranks, batch, 1) for _ in range(repeats)]
+def run_plan(model, plan, ranks, batch, stream, repeats, predicted_ms):
+    """Latency: the plan run `repeats` times (separate mpiruns), each the median of rounds
+    of one inference after the runner's warm-up (the plan's predicted latency is one
+    inference's; in a stream the groups of a pipelined plan also compute at once and
+    inferences queue), about a second of rounds per run; the run with the lowest median
+    and its figures: a virtual machine's slow spells (other tenants) land on whole runs,
+    as in bench/executor_benchmark.py, which also reports each engine's best round.
+    Throughput: the median round of `stream` inferences pipelined through the groups."""
+    rounds = max(5, min(500, round(1000 / max(predicted_ms, 1e-3))))
+    reports = [run_once(model, plan, ranks, batch, 1, rounds) for _ in range(repeats)]
     reports.sort(key=lambda r: r["latency_ms"]["median"])
     r = reports[0]
-    streamed = run_once(model, plan, ranks, batch, stream)
+    streamed = run_once(model, plan, ranks, batch, stream, max(3, rounds // stream))
     comm = max(p["communication_ms_per_inference"] for p in r["per_rank"])
     return {"measured_ms": r["latency_ms"]["median"],
             "measured_spread_ms": f"{reports[0]['latency_ms']['median']:.3f}-"
                                   f"{reports[-1]['latency_ms']['median']:.3f}",
+            "rounds": rounds,
             "max_abs_diff": r["check"]["max_abs_diff"],
             "bit_identical": "yes" if r["check"]["bit_identical"] else "no",
             "load": r.get("load_average", [0])[0], "cpu_share": r["cpu_share"],
@@ -82,7 +86,7 @@ def main():
     ap.add_argument("--ranks", default="1,2,4")
     ap.add_argument("--batch", type=int, default=2)
     ap.add_argument("--stream", type=int, default=4)
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
@@ -103,7 +107,8 @@ def main():
             kinds = sorted({l["sharding"] for l in j["layers"]})
             row = {"model": model, "ranks": ranks, "plan": "GA", "groups": len(j["groups"]),
                    "shardings": " ".join(kinds), "predicted_ms": j["latency_s"] * 1e3}
-            row.update(run_plan(model, plan, ranks, args.batch, args.stream, args.repeats))
+            row.update(run_plan(model, plan, ranks, args.batch, args.stream, args.repeats,
+                                row["predicted_ms"]))
             rows.append(row)
             dp = next((b for b in j["baselines"] if b["name"] == "data-parallel"), None)
             if ranks > 1 and dp and dp.get("available"):
@@ -116,7 +121,8 @@ def main():
                 dplan.write_text(json.dumps(j))
                 row = {"model": model, "ranks": ranks, "plan": "data-parallel", "groups": 1,
                        "shardings": "batch", "predicted_ms": dp["latency_s"] * 1e3}
-                row.update(run_plan(model, dplan, ranks, args.batch, args.stream, args.repeats))
+                row.update(run_plan(model, dplan, ranks, args.batch, args.stream, args.repeats,
+                                    row["predicted_ms"]))
                 rows.append(row)
             for r in rows[-2:]:
                 print(r, flush=True)
@@ -132,9 +138,11 @@ def main():
         f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} at commit {commit()} on "
         f"{machine()}.",
         "",
-        f"Batch {args.batch}; measured = latency of one inference, the fastest of {args.repeats} "
-        f"runs (all runs' range in 'runs'); 'inf/s': throughput of one run of a stream of "
-        f"{args.stream} inferences pipelined through the groups; machine: {os.cpu_count()} cores "
+        f"Batch {args.batch}; measured = latency of one inference: per run (mpirun) the median "
+        f"of 'rounds' timed inferences after the runner's warm-up (at least 0.2 s of untimed "
+        f"rounds), the lowest of {args.repeats} runs' medians (all runs' range in 'runs'); "
+        f"'inf/s': throughput, the median round of a stream of {args.stream} inferences "
+        f"pipelined through the groups; machine: {os.cpu_count()} cores "
         f"(1-minute load average {load_at_start:.1f} at the start, {os.getloadavg()[0]:.1f} at "
         "the end; 'load' is the load average at the end of each run; above the core count the "
         "timings say more about the other jobs than about the plans). More ranks than cores are "
@@ -142,17 +150,17 @@ def main():
         "(--check, |d| <= 1e-4 + 1e-3 |ref|); 'bit-identical' compares with the reference "
         "interpreter (the CPU executor's float results differ in the last bits; repeated runs "
         "of one plan are identical, tested). 'cpu share': CPU time / wall time of the ranks' "
-        "compute; 'comm': the busiest rank's time in collectives and receives per inference.",
+        "computations of 100 us or more ('-': none); 'comm': the busiest rank's time in collectives and receives per inference.",
         "",
         f"Error |measured / predicted - 1|: median {statistics.median(errors):.0f} %, "
         f"max {max(errors):.0f} %, within 15 %: {sum(e <= 15 for e in errors)} of {len(errors)}.",
         "",
-        "| model | ranks | plan | groups | shardings | predicted ms | measured ms | runs | error | inf/s | load | cpu share | comm ms | max abs diff | bit-identical |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| model | ranks | plan | groups | shardings | predicted ms | measured ms | runs | rounds | error | inf/s | load | cpu share | comm ms | max abs diff | bit-identical |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(f"| {r['model']} | {r['ranks']} | {r['plan']} | {r['groups']} | {r['shardings']} | "
-                     f"{r['predicted_ms']:.3f} | {r['measured_ms']:.3f} | {r['measured_spread_ms']} | "
+                     f"{r['predicted_ms']:.3f} | {r['measured_ms']:.3f} | {r['measured_spread_ms']} | {r['rounds']} | "
                      f"{(r['measured_ms'] / r['predicted_ms'] - 1) * 100:+.0f} % | "
                      f"{r['stream_inferences_per_s']:.1f} | {r['load']:.1f} | "
                      f"{'-' if r['cpu_share'] is None else format(r['cpu_share'], '.2f')} | {r['max_rank_comm_ms']:.3f} | "

@@ -124,11 +124,16 @@ class Runner {
   void send_tensor(const Tensor& t, int to, int tag, int inference, int layer);
   Tensor recv_tensor(DType dtype, const Shape& shape, int from, int tag, const std::string& what,
                      int inference, int layer);
-  void wait_collective(MPI_Request& request, const char* what);
-  void wait(MPI_Request& request, const std::string& what) {
-    wait_bounded(request, settings_.timeout_s, what, kSpinSeconds);
+  // `bytes`: what this rank sends or receives in the request. Open MPI moves a large
+  // message in fragments, each when a rank polls, so a rank that sleeps between polls
+  // stalls it (ViT-B/16's 0.9 MB gathers took 1-2 ms, 0.5-1 GB/s): the spin lasts as
+  // long as the bytes take at 1 GB/s on top of the 200 us.
+  void wait_collective(MPI_Request& request, const char* what, double bytes);
+  void wait(MPI_Request& request, const std::string& what, double bytes = 0) {
+    wait_bounded(request, settings_.timeout_s, what, kSpinSeconds + bytes / kSpinBytesPerSecond);
   }
   static constexpr double kSpinSeconds = 200e-6;
+  static constexpr double kSpinBytesPerSecond = 1e9;
   static constexpr int kMaxWarmupRounds = 10000;
   // Wall-clock and this thread's CPU time: their ratio over a computation says how much
   // of it the rank had a core (other processes on an oversubscribed machine take the
@@ -182,16 +187,22 @@ class Runner {
     // In-channel all-reduce: every member holds the sum and, when the epilogue's other
     // inputs are on every member too, runs the epilogue as well.
     bool epilogue_everywhere = false;
+    // Out-channel: the layer's elementwise epilogue runs in each part's program, on its
+    // block of channels (constants sliced); the gathered blocks are `kept`.
+    bool chain_on_blocks = false;
     // Spatial chains of convolutions: the input's rows are on the members as the row
     // blocks of the previous layer (`held` per member), each member fetching the rows it
     // lacks (`need` per member, halo included) from the neighbours that hold them; and/or
     // the result stays as row blocks on the members (`rows_out`: `kept` is the tensor,
-    // rows [out_begin, out_end) here), its epilogue run on the block by every member.
+    // rows [out_begin, out_end) here), its epilogue run on the block by every member in
+    // the same program as its part.
     bool rows_in = false, rows_out = false;
     std::vector<std::pair<std::int64_t, std::int64_t>> held, need;
     std::string kept;
-    std::unique_ptr<Program> part, epilogue, block_epilogue;
+    std::unique_ptr<Program> part, epilogue;
   };
+  bool elementwise_chain(int layer, std::string& kept) const;
+  void append_chain(Graph& part, int layer, int axis, std::int64_t begin, std::int64_t end) const;
   bool keeps_rows(int layer, std::string& kept) const;
   std::vector<std::string> layer_outputs(int layer) const;
   Graph nodes_graph(const std::string& name, const std::vector<std::size_t>& nodes,
@@ -364,7 +375,7 @@ Tensor Runner::recv_tensor(DType dtype, const Shape& shape, int from, int tag,
                 &request) != MPI_SUCCESS) {
     fail("MPI_Irecv from rank {} failed", from);
   }
-  wait(request, fmt::format("{} from rank {}", what, from));
+  wait(request, fmt::format("{} from rank {}", what, from), static_cast<double>(t.nbytes()));
   event(layer, inference, "recv", std::to_string(from), start, static_cast<double>(t.nbytes()));
   return t;
 }
@@ -400,7 +411,8 @@ void Runner::receive(int inference, const std::string& name, int layer) {
   Incoming& in = it->second;
   for (int b = 0; b < settings_.batch; ++b) {
     const Stamp start = stamp();
-    wait(in.requests[b], fmt::format("tensor '{}' from rank {}", name, in.from));
+    wait(in.requests[b], fmt::format("tensor '{}' from rank {}", name, in.from),
+         static_cast<double>(in.buffers[b].nbytes()));
     event(layer, inference, "recv", std::to_string(in.from), start,
           static_cast<double>(in.buffers[b].nbytes()));
     env_[inference][b][name] = std::move(in.buffers[b]);
@@ -494,19 +506,18 @@ TensorMap Runner::feed(const Program& p, int inference, int sample) {
   return map;
 }
 
-// Whether a spatially split convolution's result can stay as row blocks on the members:
-// its epilogue is a chain of elementwise ops (with constants), and the chain's result
-// `kept`, the only tensor that leaves the layer, is read only by one layer's convolution,
-// split spatially by the same group.
-bool Runner::keeps_rows(int layer, std::string& kept) const {
+// Whether the layer's nodes after its linear op are a chain of elementwise ops on its
+// result (their other inputs constants, every value of the op's shape), and the chain's
+// end `kept` is the only tensor that leaves the layer: then a block of the op's result
+// can go through the chain on its own.
+bool Runner::elementwise_chain(int layer, std::string& kept) const {
   static const std::set<std::string> elementwise = {
       "Relu",    "Clip",        "BatchNormalization", "Add",       "Sub",      "Mul", "Div",
       "Sigmoid", "HardSigmoid", "HardSwish",          "LeakyRelu", "Identity", "Tanh"};
   const std::vector<std::size_t>& nodes = w_.layers[layer].nodes;
-  const Node& conv = g_.nodes[nodes[0]];
-  const Shape& ys = g_.tensor(conv.outputs[0]).shape;
-  if (ys.size() != 4) return false;
-  kept = conv.outputs[0];
+  const Node& op = g_.nodes[nodes[0]];
+  const Shape& ys = g_.tensor(op.outputs[0]).shape;
+  kept = op.outputs[0];
   for (std::size_t i = 1; i < nodes.size(); ++i) {
     const Node& n = g_.nodes[nodes[i]];
     if (!elementwise.count(n.op_type) || n.outputs.size() != 1) return false;
@@ -517,11 +528,59 @@ bool Runner::keeps_rows(int layer, std::string& kept) const {
     kept = n.outputs[0];
     if (g_.tensor(kept).shape != ys) return false;
   }
-  // Only `kept` leaves the layer, and not as a graph output.
-  if (layer_outputs(layer) != std::vector<std::string>{kept} ||
-      std::find(g_.outputs.begin(), g_.outputs.end(), kept) != g_.outputs.end()) {
+  return layer_outputs(layer) == std::vector<std::string>{kept};
+}
+
+// Appends the layer's elementwise chain (elementwise_chain) to `part`, a program whose
+// output is the block [begin, end) of the op's result along `axis`: every value of the
+// chain gets the block's shape, and constants that vary along `axis` are sliced.
+void Runner::append_chain(Graph& part, int layer, int axis, std::int64_t begin,
+                          std::int64_t end) const {
+  const std::vector<std::size_t>& nodes = w_.layers[layer].nodes;
+  const Shape& ys = g_.tensor(g_.nodes[nodes[0]].outputs[0]).shape;
+  Shape block = ys;
+  block[axis] = end - begin;
+  const int rank = static_cast<int>(ys.size());
+  for (std::size_t i = 1; i < nodes.size(); ++i) {
+    Node node = g_.nodes[nodes[i]];
+    for (std::size_t k = 0; k < node.inputs.size(); ++k) {
+      const std::string& in = node.inputs[k];
+      if (in.empty() || part.has_tensor(in) || !g_.is_constant(in)) continue;
+      const Tensor& c = *g_.tensor(in).data;
+      const int crank = static_cast<int>(c.shape().size());
+      // The constant's axis that meets `axis`: BatchNormalization's parameters are per
+      // channel (axis 1); other ops broadcast from the right.
+      const int caxis =
+          node.op_type == "BatchNormalization" ? (axis == 1 ? 0 : -1) : axis - (rank - crank);
+      if (caxis >= 0 && caxis < crank && c.shape()[caxis] == ys[axis] && ys[axis] > 1) {
+        const std::string sliced = in + "#block";
+        if (!part.has_tensor(sliced)) part.set_constant(sliced, slice_axis(c, caxis, begin, end));
+        node.inputs[k] = sliced;
+      } else {
+        part.add_tensor(in) = g_.tensor(in);
+      }
+    }
+    for (const std::string& o : node.outputs) {
+      if (o.empty()) continue;
+      part.add_tensor(o) = g_.tensor(o);
+      part.set_type(o, g_.tensor(o).dtype, block);
+    }
+    part.nodes.push_back(std::move(node));
+  }
+}
+
+// Whether a spatially split convolution's result can stay as row blocks on the members:
+// its epilogue is a chain of elementwise ops (elementwise_chain), and the chain's result
+// `kept`, the only tensor that leaves the layer, is read only by one layer's convolution,
+// split spatially by the same group.
+bool Runner::keeps_rows(int layer, std::string& kept) const {
+  const std::vector<std::size_t>& nodes = w_.layers[layer].nodes;
+  const Node& conv = g_.nodes[nodes[0]];
+  if (g_.tensor(conv.outputs[0]).shape.size() != 4 || !elementwise_chain(layer, kept)) {
     return false;
   }
+  // Not as a graph output.
+  if (std::find(g_.outputs.begin(), g_.outputs.end(), kept) != g_.outputs.end()) return false;
   int readers = 0, next = -1;
   for (int l = 0; l < static_cast<int>(w_.layers.size()); ++l) {
     if (std::find(lay_.reads[l].begin(), lay_.reads[l].end(), kept) != lay_.reads[l].end()) {
@@ -554,6 +613,7 @@ void Runner::prepare_layer(int layer) {
                      s == Strategy::InChannelReduceScatter || s == Strategy::Spatial;
   if (members_ > 1 && split && can_shard_op(g_, first, s, members_)) {
     auto sl = std::make_unique<ShardedLayer>();
+    Graph own_part;  // this member's part of the op
     for (int m = 0; m < members_; ++m) {
       // Members need only their own part (and, for a spatial chain, every part's rows).
       if (m != member_ && member_ != 0 && s != Strategy::Spatial) continue;
@@ -568,7 +628,7 @@ void Runner::prepare_layer(int layer) {
         sl->own_in_shape = shard.in_shape;
         sl->own_in_begin = shard.in_begin;
         sl->own_in_end = shard.in_end;
-        sl->part = make_program(std::move(shard.graph));
+        own_part = std::move(shard.graph);
       }
     }
     sl->x_everywhere = everywhere_.count(first.inputs[0]) > 0;
@@ -583,26 +643,32 @@ void Runner::prepare_layer(int layer) {
         const Shape& ys = g_.tensor(first.outputs[0]).shape;
         auto& blocks = row_blocks_[sl->kept];
         for (int m = 0; m < members_; ++m) blocks.push_back(block_range(ys[2], m, members_));
-        std::vector<std::size_t> rest(nodes.begin() + 1, nodes.end());
-        if (!rest.empty()) {
-          // The epilogue on this member's rows: every activation of the chain has the
-          // block's shape.
-          Graph epilogue = nodes_graph(name + "_rows", rest, {sl->kept});
-          Shape block = ys;
-          block[2] = blocks[member_].second - blocks[member_].first;
-          std::vector<std::string> names;
-          for (const auto& [t, info] : epilogue.tensors()) {
-            if (!info.is_constant() && info.shape == ys) names.push_back(t);
-          }
-          for (const std::string& t : names) {
-            epilogue.set_type(t, epilogue.tensor(t).dtype, block);
-          }
-          sl->block_epilogue = make_program(std::move(epilogue));
+        // The epilogue on this member's rows, in the same program as its part (one pass
+        // over the block, fused as the orchestrator fuses the whole layer; run apart,
+        // MobileNetV2's ReLU6 over 2.4 MB blocks took as long as their 1x1 convolutions).
+        if (nodes.size() > 1) {
+          append_chain(own_part, layer, 2, blocks[member_].first, blocks[member_].second);
+          own_part.outputs = {sl->kept};
         }
+        sl->part = make_program(std::move(own_part));
         sharded_[layer] = std::move(sl);
         return;
       }
     }
+    // Out-channel: an elementwise epilogue runs on each member's block of channels in its
+    // part's program, so the leader only concatenates (it ran the epilogue on the whole
+    // result alone while the members waited: a third of ViT-B/16's out-channel layers).
+    if (s == Strategy::OutChannel && nodes.size() > 1 && elementwise_chain(layer, sl->kept)) {
+      const auto [lo, hi] =
+          block_range(g_.tensor(first.outputs[0]).shape[sl->out_axis], member_, members_);
+      append_chain(own_part, layer, sl->out_axis, lo, hi);
+      own_part.outputs = {sl->kept};
+      sl->chain_on_blocks = true;
+      sl->part = make_program(std::move(own_part));
+      sharded_[layer] = std::move(sl);
+      return;
+    }
+    sl->part = make_program(std::move(own_part));
     const bool all_reduce = s == Strategy::InChannelAllReduce;
     if (all_reduce) everywhere_.insert(first.outputs[0]);
     std::vector<std::size_t> rest(nodes.begin() + 1, nodes.end());
@@ -638,9 +704,10 @@ void Runner::run_whole(int inference, int sample, int layer) {
   }
 }
 
-void Runner::wait_collective(MPI_Request& request, const char* what) {
+void Runner::wait_collective(MPI_Request& request, const char* what, double bytes) {
   wait(request,
-       fmt::format("{} in group {} (ranks {}..{})", what, group_, leader_, leader_ + members_ - 1));
+       fmt::format("{} in group {} (ranks {}..{})", what, group_, leader_, leader_ + members_ - 1),
+       bytes);
 }
 
 void Runner::run_sharded(int inference, int layer) {
@@ -696,7 +763,9 @@ void Runner::run_sharded(int inference, int layer) {
         MPI_Irecv(pieces[j].raw(), static_cast<int>(pieces[j].nbytes()), MPI_BYTE, j, tag, comm_,
                   &r);
       }
-      for (MPI_Request& r : requests) wait_collective(r, "a halo exchange");
+      double sent = 0;
+      for (const Tensor& t : outgoing) sent += static_cast<double>(t.nbytes());
+      for (MPI_Request& r : requests) wait_collective(r, "a halo exchange", sent + received);
       std::vector<Tensor> parts;
       for (int j = 0; j < members_; ++j) {
         if (have[j]) parts.push_back(std::move(pieces[j]));
@@ -717,7 +786,7 @@ void Runner::run_sharded(int inference, int layer) {
         x_part = Tensor(xi.dtype, xi.shape);
       }
       MPI_Ibcast(x_part.raw(), static_cast<int>(x_part.nbytes()), MPI_BYTE, 0, comm_, &request);
-      wait_collective(request, "a broadcast");
+      wait_collective(request, "a broadcast", static_cast<double>(x_part.nbytes()));
       event(layer, inference, "bcast", "group", start, static_cast<double>(x_part.nbytes()));
     } else {
       std::vector<std::byte> packed;
@@ -733,24 +802,20 @@ void Runner::run_sharded(int inference, int layer) {
       x_part = Tensor(DType::F32, sl.own_in_shape);
       MPI_Iscatterv(packed.data(), sl.in_bytes.data(), displs.data(), MPI_BYTE, x_part.raw(),
                     static_cast<int>(x_part.nbytes()), MPI_BYTE, 0, comm_, &request);
-      wait_collective(request, "a scatter");
+      wait_collective(request, "a scatter",
+                      static_cast<double>(std::max(packed.size(), x_part.nbytes())));
       event(layer, inference, "scatter", "group", start, static_cast<double>(x_part.nbytes()));
     }
     // 2. This member's part on the executor.
     start = compute_stamp(layer);
     TensorMap in;
     in.emplace(xname, std::move(x_part));
-    Tensor part = std::move(sl.part->run(in).at(yname));
+    Tensor part =
+        std::move(sl.part->run(in).at(sl.rows_out || sl.chain_on_blocks ? sl.kept : yname));
     event(layer, inference, "compute", strategy_name(s), start);
     if (sl.rows_out) {
-      // The result stays here as this member's rows for the next layer.
-      if (sl.block_epilogue) {
-        start = compute_stamp(layer);
-        TensorMap feed_rows;
-        feed_rows.emplace(yname, std::move(part));
-        part = std::move(sl.block_epilogue->run(feed_rows).at(sl.kept));
-        event(layer, inference, "compute", "epilogue (rows)", start);
-      }
+      // The result (after the epilogue, in the same program) stays here as this
+      // member's rows for the next layer.
       rows_[inference][b][sl.kept] = std::move(part);
       continue;
     }
@@ -771,7 +836,8 @@ void Runner::run_sharded(int inference, int layer) {
       }
       MPI_Igatherv(part.raw(), static_cast<int>(part.nbytes()), MPI_BYTE, packed.data(),
                    counts.data(), displs.data(), MPI_BYTE, 0, comm_, &request);
-      wait_collective(request, "a gather");
+      wait_collective(request, "a gather",
+                      static_cast<double>(std::max(packed.size(), part.nbytes())));
       if (leader) {
         std::vector<Tensor> parts;
         for (int m = 0; m < members_; ++m) {
@@ -785,7 +851,7 @@ void Runner::run_sharded(int inference, int layer) {
       combined = Tensor(DType::F32, part.shape());
       MPI_Iallreduce(part.raw(), combined.raw(), static_cast<int>(part.numel()), MPI_FLOAT, MPI_SUM,
                      comm_, &request);
-      wait_collective(request, "an all-reduce");
+      wait_collective(request, "an all-reduce", 2.0 * static_cast<double>(part.nbytes()));
       event(layer, inference, "allreduce", "group", start, static_cast<double>(part.nbytes()));
     } else {
       // Reduce-scatter: member m sums block m of the partials (blocks of the flattened
@@ -800,13 +866,13 @@ void Runner::run_sharded(int inference, int layer) {
       Tensor mine(DType::F32, Shape{counts[member_]});
       MPI_Ireduce_scatter(part.raw(), mine.raw(), counts.data(), MPI_FLOAT, MPI_SUM, comm_,
                           &request);
-      wait_collective(request, "a reduce-scatter");
+      wait_collective(request, "a reduce-scatter", static_cast<double>(part.nbytes()));
       event(layer, inference, "reduce-scatter", "group", start, static_cast<double>(part.nbytes()));
       start = stamp();
       if (leader) combined = Tensor(DType::F32, part.shape());
       MPI_Igatherv(mine.raw(), counts[member_], MPI_FLOAT, leader ? combined.raw() : nullptr,
                    counts.data(), displs.data(), MPI_FLOAT, 0, comm_, &request);
-      wait_collective(request, "a gather of summed blocks");
+      wait_collective(request, "a gather of summed blocks", static_cast<double>(part.nbytes()));
       event(layer, inference, "gather", "group", start, static_cast<double>(mine.nbytes()));
     }
     if (!leader && !sl.epilogue_everywhere) {
@@ -814,8 +880,8 @@ void Runner::run_sharded(int inference, int layer) {
       continue;
     }
     // 4. The rest of the layer (bias, normalisation, activation...) at the leader, or on
-    //    every member when all hold its inputs.
-    env_[inference][b][yname] = std::move(combined);
+    //    every member when all hold its inputs (unless the parts ran it on their blocks).
+    env_[inference][b][sl.chain_on_blocks ? sl.kept : yname] = std::move(combined);
     if (sl.epilogue) {
       start = compute_stamp(layer);
       for (auto& [name, tensor] : sl.epilogue->run(feed(*sl.epilogue, inference, b))) {
@@ -989,7 +1055,8 @@ void Runner::run_batch(int inference, int layer) {
       }
       MPI_Iscatterv(all.data(), counts.data(), displs.data(), MPI_BYTE, mine.data(),
                     counts[member_], MPI_BYTE, 0, comm_, &request);
-      wait_collective(request, "a batch scatter");
+      wait_collective(request, "a batch scatter",
+                      static_cast<double>(std::max(all.size(), mine.size())));
       for (int i = 0; i < count[member_]; ++i) {
         Tensor v(info.dtype, info.shape);
         std::memcpy(v.raw(), mine.data() + i * bytes, bytes);
@@ -1002,7 +1069,8 @@ void Runner::run_batch(int inference, int layer) {
       }
       MPI_Igatherv(mine.data(), counts[member_], MPI_BYTE, all.data(), counts.data(), displs.data(),
                    MPI_BYTE, 0, comm_, &request);
-      wait_collective(request, "a batch gather");
+      wait_collective(request, "a batch gather",
+                      static_cast<double>(std::max(all.size(), mine.size())));
       if (leader) {
         for (int b = count[0]; b < settings_.batch; ++b) {
           Tensor v(info.dtype, info.shape);
@@ -1125,7 +1193,7 @@ DistributedRun Runner::run() {
     const int first_inference = timed_rounds * settings_.stream;
     run_round(result, is_timed && timed_rounds + 1 == settings_.repeat);
     // The round's messages are all matched before the next round reuses their tags.
-    for (Pending& p : sends_) wait(p.request, p.what);
+    for (Pending& p : sends_) wait(p.request, p.what, static_cast<double>(p.buffer->nbytes()));
     sends_.clear();
     const double local_end = now();
     double seconds = 0;

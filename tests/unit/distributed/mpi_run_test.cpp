@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -182,6 +183,29 @@ TEST(DistributedRun, BatchChainsGatherOnlyTheirResult) {
   EXPECT_GE(computes, 2 * 2) << "tiny_conv should have several layers, each split by batch";
   EXPECT_EQ(scatters, 0);
   EXPECT_EQ(gathers, 2);  // the one graph output, for each of the 2 inferences
+}
+
+// Out-channel splits: a layer whose epilogue is elementwise (fc1: MatMul, bias Add) runs
+// it on each member's block of channels, constants sliced, so the leader only
+// concatenates; one whose epilogue reshapes (q_proj) still has the leader run it. The
+// outputs match the reference either way (run_plan checks them).
+TEST(DistributedRun, OutChannelElementwiseEpiloguesRunOnTheBlocks) {
+  const fs::path dir = scratch("outch_blocks");
+  const std::string plan = plan_for("tiny_attention", "cpu2", 2, "out-ch", 2, dir);
+  const fs::path timeline = dir / "timeline.json";
+  const Result r = run_plan("tiny_attention", plan, 2, "--timeline " + timeline.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  nlohmann::json t;
+  std::ifstream(timeline) >> t;
+  std::map<std::string, std::set<std::string>> how;
+  for (const auto& e : t["measured"]) {
+    if (e["kind"] == "compute" && e["rank"] == 0) {
+      how[e["layer"].get<std::string>()].insert(e["how"].get<std::string>());
+    }
+  }
+  EXPECT_EQ(how["fc1"], std::set<std::string>{"out-ch"});
+  EXPECT_EQ(how["fc2"], std::set<std::string>{"out-ch"});
+  EXPECT_EQ(how["q_proj"], (std::set<std::string>{"epilogue", "out-ch"}));
 }
 
 // --repeat: timed rounds of the stream after untimed ones; every timed inference has a

@@ -25,6 +25,7 @@
 #include "orchestrate/orchestrator.hpp"
 #include "runtime/plan_executor.hpp"
 #include "util/error.hpp"
+#include "util/reuse_freed_memory.hpp"
 
 namespace orchid::distributed {
 
@@ -1167,6 +1168,9 @@ void Runner::run_round(DistributedRun& result, bool keep_outputs) {
 
 DistributedRun Runner::run() {
   omp_set_num_threads(settings_.threads);
+  // Every layer's results are fresh tensors, freed once read: without this each
+  // inference faulted their pages in again.
+  reuse_freed_memory();
   // Every layer this rank may run, orchestrated before the clock starts.
   for (int l = 0; l < static_cast<int>(w_.layers.size()); ++l) {
     if (plan_.layers[l].group == group_) prepare_layer(l);

@@ -18,6 +18,7 @@
 #include "mapping/layer_subgraph.hpp"
 #include "orchestrate/orchestrator.hpp"
 #include "runtime/plan_executor.hpp"
+#include "util/reuse_freed_memory.hpp"
 
 namespace orchid::mapping {
 
@@ -103,6 +104,8 @@ MeasuredCpuCostProvider::MeasuredCpuCostProvider(const CostModel& cpu_model,
 
 double MeasuredCpuCostProvider::measure(const Layer& layer, const Design& design,
                                         std::string& why) const {
+  // As the plan runner does: a layer's fresh results reuse freed memory, not new pages.
+  reuse_freed_memory();
   try {
     LayerSubgraph sub = layer_subgraph(layer);
     as_grouped_convolution(sub.graph, layer);

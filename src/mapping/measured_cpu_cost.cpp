@@ -169,20 +169,34 @@ double MeasuredCpuCostProvider::compute_seconds(const Layer& layer, const Design
       fmt::format("{}|{}|{}", design.threads, layer.conv_groups, layer_signature(one));
   if (auto it = memo_.find(key); it != memo_.end()) {
     ++stats_.memo_hits;
-    return it->second * samples;
+    return it->second.seconds * samples;
   }
   const auto t0 = std::chrono::steady_clock::now();
   std::string why;
   double seconds = measure(one, design, why);
-  if (seconds < 0) {
+  const bool fallback = seconds < 0;
+  if (fallback) {
     seconds = gpu_roofline_seconds(design.gpu, one);
     if (stats_.fallbacks++ == 0) stats_.first_fallback = fmt::format("{}: {}", layer.name, why);
   } else {
     ++stats_.measured;
   }
   stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  memo_[key] = seconds;
+  memo_.emplace(key, Measured{one, design, seconds, fallback});
   return seconds * samples;
+}
+
+void MeasuredCpuCostProvider::measure_again() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (auto& [key, m] : memo_) {
+    if (m.fallback) continue;
+    std::string why;
+    const double again = measure(m.layer, m.design, why);
+    if (again >= 0) m.seconds = std::min(m.seconds, again);
+  }
+  ++stats_.passes;
+  stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 MeasuredCpuCostStats MeasuredCpuCostProvider::stats() const {

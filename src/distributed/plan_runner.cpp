@@ -11,8 +11,6 @@
 #include <map>
 #include <set>
 #include <thread>
-
-#include <unistd.h>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -43,7 +41,7 @@ int world_size() {
 namespace {
 
 // Bounded wait for one request: polls so a peer that died or stalled becomes an error.
-// It spins for the first `spin_s` (200 us where every rank has a core of its own: most
+// It spins for the first `spin_s` (200 us, plus the message's bytes at 1 GB/s: most
 // messages of a layer arrive within that, and a sleeping rank waits for the scheduler to
 // wake it), then sleeps between polls, each sleep a tenth of the time waited so far (20 us
 // to 1 ms): a long wait leaves the core to the ranks that compute (polling every 20 us,
@@ -126,9 +124,8 @@ class Runner {
   Tensor recv_tensor(DType dtype, const Shape& shape, int from, int tag, const std::string& what,
                      int inference, int layer);
   // `bytes`: what this rank sends or receives in the request. Open MPI moves a large
-  // message in fragments, each when a rank polls, so a rank that sleeps between polls
-  // stalls it (ViT-B/16's 0.9 MB gathers took 1-2 ms, 0.5-1 GB/s): the spin lasts as
-  // long as the bytes take at 1 GB/s on top of the 200 us.
+  // message in fragments as the ranks poll, and a rank asleep between polls would hold
+  // it up, so the spin lasts as long as the bytes take at 1 GB/s on top of the 200 us.
   void wait_collective(MPI_Request& request, const char* what, double bytes);
   void wait(MPI_Request& request, const std::string& what, double bytes = 0) {
     wait_bounded(request, settings_.timeout_s, what, kSpinSeconds + bytes / kSpinBytesPerSecond);
@@ -546,7 +543,7 @@ void Runner::append_chain(Graph& part, int layer, int axis, std::int64_t begin,
     Node node = g_.nodes[nodes[i]];
     for (std::size_t k = 0; k < node.inputs.size(); ++k) {
       const std::string& in = node.inputs[k];
-      if (in.empty() || part.has_tensor(in) || !g_.is_constant(in)) continue;
+      if (in.empty() || !g_.is_constant(in)) continue;  // the chain's value: in `part`
       const Tensor& c = *g_.tensor(in).data;
       const int crank = static_cast<int>(c.shape().size());
       // The constant's axis that meets `axis`: BatchNormalization's parameters are per
@@ -557,7 +554,7 @@ void Runner::append_chain(Graph& part, int layer, int axis, std::int64_t begin,
         const std::string sliced = in + "#block";
         if (!part.has_tensor(sliced)) part.set_constant(sliced, slice_axis(c, caxis, begin, end));
         node.inputs[k] = sliced;
-      } else {
+      } else if (!part.has_tensor(in)) {
         part.add_tensor(in) = g_.tensor(in);
       }
     }
@@ -658,7 +655,7 @@ void Runner::prepare_layer(int layer) {
     }
     // Out-channel: an elementwise epilogue runs on each member's block of channels in its
     // part's program, so the leader only concatenates (it ran the epilogue on the whole
-    // result alone while the members waited: a third of ViT-B/16's out-channel layers).
+    // result alone while the members waited: ViT-B/16's MLP expansions, bias Add).
     if (s == Strategy::OutChannel && nodes.size() > 1 && elementwise_chain(layer, sl->kept)) {
       const auto [lo, hi] =
           block_range(g_.tensor(first.outputs[0]).shape[sl->out_axis], member_, members_);

@@ -65,6 +65,12 @@ fs::path scratch(const std::string& name) {
   return dir;
 }
 
+nlohmann::json read_json(const fs::path& path) {
+  nlohmann::json j;
+  std::ifstream(path) >> j;
+  return j;
+}
+
 // `orchid map` on a CPU cluster, then the plan's layers rewritten to one group of
 // `ranks` ranks and sharding `strategy` ("" keeps the GA's plan).
 std::string plan_for(const std::string& model, const std::string& system, int batch,
@@ -75,8 +81,7 @@ std::string plan_for(const std::string& model, const std::string& system, int ba
                         " --quiet --generations 5 --time-limit 20 --json " + json);
   EXPECT_EQ(map.status, 0) << map.output;
   if (strategy.empty()) return json;
-  nlohmann::json j;
-  std::ifstream(json) >> j;
+  nlohmann::json j = read_json(json);
   j["groups"] =
       nlohmann::json::array({{{"design", "cpu"}, {"devices", ranks}, {"first_device", 0}}});
   for (auto& l : j["layers"]) {
@@ -113,8 +118,7 @@ void expect_same_files(const fs::path& a, const fs::path& b) {
 
 // How the timeline says layers ran ("out-ch", "batch", "none (planned spatial)"...).
 std::set<std::string> computed_as(const fs::path& timeline) {
-  nlohmann::json t;
-  std::ifstream(timeline) >> t;
+  nlohmann::json t = read_json(timeline);
   std::set<std::string> how;
   for (const auto& e : t["measured"]) {
     if (e["kind"] == "compute") how.insert(e["how"].get<std::string>());
@@ -171,8 +175,7 @@ TEST(DistributedRun, BatchChainsGatherOnlyTheirResult) {
   const Result r = run_plan("tiny_conv", plan, 2, "--stream 2 --timeline " + timeline.string());
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("check    max"), std::string::npos) << r.output;
-  nlohmann::json t;
-  std::ifstream(timeline) >> t;
+  nlohmann::json t = read_json(timeline);
   int computes = 0, scatters = 0, gathers = 0;
   for (const auto& e : t["measured"]) {
     if (e["rank"] != 0) continue;
@@ -195,8 +198,7 @@ TEST(DistributedRun, OutChannelElementwiseEpiloguesRunOnTheBlocks) {
   const fs::path timeline = dir / "timeline.json";
   const Result r = run_plan("tiny_attention", plan, 2, "--timeline " + timeline.string());
   ASSERT_EQ(r.status, 0) << r.output;
-  nlohmann::json t;
-  std::ifstream(timeline) >> t;
+  nlohmann::json t = read_json(timeline);
   std::map<std::string, std::set<std::string>> how;
   for (const auto& e : t["measured"]) {
     if (e["kind"] == "compute" && e["rank"] == 0) {
@@ -214,8 +216,7 @@ TEST(DistributedRun, OutChannelElementwiseEpiloguesRunOnTheBlocks) {
 TEST(DistributedRun, RepeatedRoundsTimeEveryInferenceAfterAWarmUp) {
   const fs::path dir = scratch("repeat");
   std::string plan = plan_for("tiny_conv", "cpu4", 2, "batch", 2, dir);
-  nlohmann::json j;
-  std::ifstream(plan) >> j;
+  nlohmann::json j = read_json(plan);
   j["groups"].push_back({{"design", "cpu"}, {"devices", 2}, {"first_device", 2}});
   plan = (dir / "two_groups.json").string();
   std::ofstream(plan) << j.dump();
@@ -224,16 +225,14 @@ TEST(DistributedRun, RepeatedRoundsTimeEveryInferenceAfterAWarmUp) {
       "tiny_conv", plan, 4,
       "--stream 2 --repeat 3 --json " + report.string() + " --timeline " + timeline.string());
   ASSERT_EQ(r.status, 0) << r.output;
-  nlohmann::json rep;
-  std::ifstream(report) >> rep;
+  nlohmann::json rep = read_json(report);
   EXPECT_EQ(rep["latency_ms"]["each"].size(), 6u) << rep.dump();
   EXPECT_GE(rep["warmup_rounds"].get<int>(), 1);
   EXPECT_EQ(rep["repeat"], 3);
   EXPECT_TRUE(rep["check"]["within_tolerance"].get<bool>());
   // tiny_conv's layers take microseconds: no CPU clock read around them.
   EXPECT_TRUE(rep["cpu_share"].is_null());
-  nlohmann::json t;
-  std::ifstream(timeline) >> t;
+  nlohmann::json t = read_json(timeline);
   std::set<int> inferences, ranks;
   for (const auto& e : t["measured"]) {
     inferences.insert(e["inference"].get<int>());
@@ -266,8 +265,7 @@ TEST(DistributedRun, GaPlansOnTwoAndFourRanksAreCorrectAndRepeatable) {
     const Result r2 = run_plan("tiny_conv", plan, ranks, "--save-outputs " + b.string());
     ASSERT_EQ(r2.status, 0) << r2.output;
     expect_same_files(a, b);
-    nlohmann::json t;
-    std::ifstream(dir / (system + "_timeline.json")) >> t;
+    nlohmann::json t = read_json(dir / (system + "_timeline.json"));
     EXPECT_FALSE(t["measured"].empty());
     EXPECT_FALSE(t["predicted"].empty());
     std::ifstream svg(dir / (system + ".svg"));

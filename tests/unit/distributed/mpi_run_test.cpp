@@ -116,6 +116,20 @@ void expect_same_files(const fs::path& a, const fs::path& b) {
   EXPECT_GT(files, 0) << a;
 }
 
+// Runs `plan` (outputs checked against the reference) writing its timeline into `dir`;
+// the timeline's measured events when the run succeeded, none otherwise.
+struct TimedRun {
+  Result result;
+  nlohmann::json events = nlohmann::json::array();
+};
+TimedRun run_with_timeline(const std::string& model, const std::string& plan, int ranks,
+                           const fs::path& dir, const std::string& extra = "") {
+  const fs::path timeline = dir / "timeline.json";
+  TimedRun run{run_plan(model, plan, ranks, extra + " --timeline " + timeline.string())};
+  if (run.result.status == 0) run.events = read_json(timeline)["measured"];
+  return run;
+}
+
 // How the timeline says layers ran ("out-ch", "batch", "none (planned spatial)"...).
 std::set<std::string> computed_as(const fs::path& timeline) {
   nlohmann::json t = read_json(timeline);
@@ -171,13 +185,11 @@ INSTANTIATE_TEST_SUITE_P(Distributed, EveryStrategy,
 TEST(DistributedRun, BatchChainsGatherOnlyTheirResult) {
   const fs::path dir = scratch("batch_chain");
   const std::string plan = plan_for("tiny_conv", "cpu2", 4, "batch", 2, dir);
-  const fs::path timeline = dir / "timeline.json";
-  const Result r = run_plan("tiny_conv", plan, 2, "--stream 2 --timeline " + timeline.string());
-  ASSERT_EQ(r.status, 0) << r.output;
-  EXPECT_NE(r.output.find("check    max"), std::string::npos) << r.output;
-  nlohmann::json t = read_json(timeline);
+  const TimedRun run = run_with_timeline("tiny_conv", plan, 2, dir, "--stream 2");
+  ASSERT_EQ(run.result.status, 0) << run.result.output;
+  EXPECT_NE(run.result.output.find("check    max"), std::string::npos) << run.result.output;
   int computes = 0, scatters = 0, gathers = 0;
-  for (const auto& e : t["measured"]) {
+  for (const auto& e : run.events) {
     if (e["rank"] != 0) continue;
     computes += e["kind"] == "compute" && e["how"] == "batch";
     scatters += e["kind"] == "scatter";
@@ -195,12 +207,10 @@ TEST(DistributedRun, BatchChainsGatherOnlyTheirResult) {
 TEST(DistributedRun, OutChannelElementwiseEpiloguesRunOnTheBlocks) {
   const fs::path dir = scratch("outch_blocks");
   const std::string plan = plan_for("tiny_attention", "cpu2", 2, "out-ch", 2, dir);
-  const fs::path timeline = dir / "timeline.json";
-  const Result r = run_plan("tiny_attention", plan, 2, "--timeline " + timeline.string());
-  ASSERT_EQ(r.status, 0) << r.output;
-  nlohmann::json t = read_json(timeline);
+  const TimedRun run = run_with_timeline("tiny_attention", plan, 2, dir);
+  ASSERT_EQ(run.result.status, 0) << run.result.output;
   std::map<std::string, std::set<std::string>> how;
-  for (const auto& e : t["measured"]) {
+  for (const auto& e : run.events) {
     if (e["kind"] == "compute" && e["rank"] == 0) {
       how[e["layer"].get<std::string>()].insert(e["how"].get<std::string>());
     }
@@ -220,11 +230,10 @@ TEST(DistributedRun, RepeatedRoundsTimeEveryInferenceAfterAWarmUp) {
   j["groups"].push_back({{"design", "cpu"}, {"devices", 2}, {"first_device", 2}});
   plan = (dir / "two_groups.json").string();
   std::ofstream(plan) << j.dump();
-  const fs::path timeline = dir / "timeline.json", report = dir / "report.json";
-  const Result r = run_plan(
-      "tiny_conv", plan, 4,
-      "--stream 2 --repeat 3 --json " + report.string() + " --timeline " + timeline.string());
-  ASSERT_EQ(r.status, 0) << r.output;
+  const fs::path report = dir / "report.json";
+  const TimedRun run = run_with_timeline("tiny_conv", plan, 4, dir,
+                                         "--stream 2 --repeat 3 --json " + report.string());
+  ASSERT_EQ(run.result.status, 0) << run.result.output;
   nlohmann::json rep = read_json(report);
   EXPECT_EQ(rep["latency_ms"]["each"].size(), 6u) << rep.dump();
   EXPECT_GE(rep["warmup_rounds"].get<int>(), 1);
@@ -232,9 +241,8 @@ TEST(DistributedRun, RepeatedRoundsTimeEveryInferenceAfterAWarmUp) {
   EXPECT_TRUE(rep["check"]["within_tolerance"].get<bool>());
   // tiny_conv's layers take microseconds: no CPU clock read around them.
   EXPECT_TRUE(rep["cpu_share"].is_null());
-  nlohmann::json t = read_json(timeline);
   std::set<int> inferences, ranks;
-  for (const auto& e : t["measured"]) {
+  for (const auto& e : run.events) {
     inferences.insert(e["inference"].get<int>());
     ranks.insert(e["rank"].get<int>());
   }

@@ -1,11 +1,13 @@
 #include "runtime/plan_executor.hpp"
 
+#include <fmt/format.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <optional>
@@ -61,6 +63,8 @@ struct PlanExecutor::Impl {
   MemoryPlan memory;
   std::vector<std::pair<std::string, Location>> output_locations;
   std::vector<std::vector<Stage>> kernels;
+  // Per kernel, per stage: microseconds of each execute_timed() run (describe_kernel).
+  std::vector<std::vector<std::vector<double>>> stage_us;
   PlanExecutorStats stats;
   PackedWeights own_packing;
   std::vector<std::string> packed_only;  // read only packed, not released yet
@@ -171,14 +175,35 @@ struct PlanExecutor::Impl {
     memory.bind_inputs(inputs);
     std::vector<double> us;
     us.reserve(kernels.size());
-    for (auto& stages : kernels) {
-      const auto start = std::chrono::steady_clock::now();
-      for (Stage& st : stages) run_stage(st);
-      us.push_back(
-          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-              .count());
+    stage_us.resize(kernels.size());
+    using Clock = std::chrono::steady_clock;
+    auto micros = [](Clock::time_point a, Clock::time_point b) {
+      return std::chrono::duration<double, std::micro>(b - a).count();
+    };
+    for (std::size_t k = 0; k < kernels.size(); ++k) {
+      auto& stages = kernels[k];
+      stage_us[k].resize(stages.size());
+      const auto start = Clock::now();
+      auto last = start;
+      for (std::size_t s = 0; s < stages.size(); ++s) {
+        run_stage(stages[s]);
+        const auto now = Clock::now();
+        stage_us[k][s].push_back(micros(last, now));
+        last = now;
+      }
+      us.push_back(micros(start, last));
     }
     return us;
+  }
+
+  // Median microseconds of stage `s` of kernel `k` over the execute_timed() runs so far.
+  std::optional<double> stage_median(std::size_t k, std::size_t s) const {
+    if (k >= stage_us.size() || s >= stage_us[k].size() || stage_us[k][s].empty()) {
+      return std::nullopt;
+    }
+    std::vector<double> v = stage_us[k][s];
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
   }
 
   std::string describe_kernel(std::size_t k) const {
@@ -186,7 +211,9 @@ struct PlanExecutor::Impl {
     for (std::size_t n : plan.kernels.at(k).nodes) {
       ops += (ops.empty() ? "" : "+") + graph.nodes[n].op_type;
     }
-    for (const Stage& stage : kernels.at(k)) {
+    const auto& stages = kernels.at(k);
+    for (std::size_t s = 0; s < stages.size(); ++s) {
+      const Stage& stage = stages[s];
       if (!how.empty()) how += " | ";
       how +=
           std::visit(Overloaded{
@@ -204,6 +231,10 @@ struct PlanExecutor::Impl {
                          },
                      },
                      stage);
+      // Where a kernel has several stages, each one's share once execute_timed() ran.
+      if (const auto us = stage_median(k, s); us && stages.size() > 1) {
+        how += fmt::format(" {:.3f} ms", *us / 1000.0);
+      }
     }
     return ops + ": " + how;
   }

@@ -31,6 +31,12 @@ TensorInfo& Graph::add_tensor(const std::string& name) {
   return it->second;
 }
 
+std::string Graph::fresh_tensor_name(const std::string& base) const {
+  std::string name = base;
+  for (int i = 1; has_tensor(name); ++i) name = fmt::format("{}_{}", base, i);
+  return name;
+}
+
 TensorInfo& Graph::set_type(const std::string& name, DType dtype, Shape shape) {
   // Every inferred or declared shape passes here: sizes that overflow or exceed the
   // memory budget stop at the tensor that has them, before anything is allocated.

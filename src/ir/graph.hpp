@@ -44,6 +44,9 @@ class Graph {
   const TensorInfo& tensor(const std::string& name) const;
   // Inserts or returns the tensor of that name.
   TensorInfo& add_tensor(const std::string& name);
+  // `base`, or `base_1`, `base_2`, ...: the first name no tensor has yet (for tensors a
+  // pass adds).
+  std::string fresh_tensor_name(const std::string& base) const;
   TensorInfo& set_type(const std::string& name, DType dtype, Shape shape);
   TensorInfo& set_constant(const std::string& name, Tensor value);
   TensorInfo& set_dynamic(const std::string& name);

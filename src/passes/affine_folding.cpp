@@ -112,12 +112,6 @@ std::optional<Affine> affine_of(const Graph& g, const Node& next, const std::str
   return a;
 }
 
-std::string fresh_name(const Graph& g, const std::string& base) {
-  std::string name = base;
-  for (int i = 1; g.has_tensor(name); ++i) name = fmt::format("{}_{}", base, i);
-  return name;
-}
-
 // `w` with every slice along `axis` scaled by its channel's factor (axis 0: rows of a
 // Conv's [M, ...] weights; axis 1: columns of [K, N]).
 Tensor scaled(const Tensor& w, const std::vector<double>& s, std::size_t axis) {
@@ -179,7 +173,7 @@ bool fold(Graph& g, Node& lin, LinearKind kind, const Affine& a) {
   const bool trans_b = kind == LinearKind::Gemm && lin.attr_int("transB", 0) != 0;
   const std::size_t w_axis = kind == LinearKind::Conv || trans_b ? 0 : 1;
   if (w.shape()[w_axis] != static_cast<std::int64_t>(channels)) return false;
-  const std::string w_name = fresh_name(g, lin.inputs[1] + "_folded");
+  const std::string w_name = g.fresh_tensor_name(lin.inputs[1] + "_folded");
   const std::string old_w = lin.inputs[1];
   g.set_constant(w_name, scaled(w, a.scale, w_axis));
   lin.inputs[1] = w_name;
@@ -191,10 +185,10 @@ bool fold(Graph& g, Node& lin, LinearKind kind, const Affine& a) {
   for (std::size_t k = 0; k < channels; ++k) {
     b[k] = static_cast<float>((*bias)[k] * a.scale[k] + a.shift[k]);
   }
-  const std::string b_name = fresh_name(g, (had_bias           ? lin.inputs[2]
-                                            : lin.name.empty() ? lin.outputs[0]
-                                                               : lin.name) +
-                                               "_bias");
+  const std::string b_name = g.fresh_tensor_name((had_bias           ? lin.inputs[2]
+                                                  : lin.name.empty() ? lin.outputs[0]
+                                                                     : lin.name) +
+                                                 "_bias");
   g.set_constant(b_name, Tensor::from_vector<float>({static_cast<std::int64_t>(channels)}, b));
   lin.inputs.resize(3);
   lin.inputs[2] = b_name;

@@ -1,5 +1,6 @@
 // The front door: read an .onnx file and make it a valid, fully static graph, with
-// per-channel affine ops folded into the linear ops before them (passes/affine_folding).
+// per-channel affine ops folded into the linear ops before them (passes/affine_folding) and
+// the transposes between token and image form turned around (passes/token_transposes).
 #pragma once
 
 #include <string>
@@ -8,13 +9,15 @@
 #include "onnx/onnx_reader.hpp"
 #include "passes/affine_folding.hpp"
 #include "passes/static_graph.hpp"
+#include "passes/token_transposes.hpp"
 
 namespace orchid {
 
 struct LoadedModel {
   Graph graph;
   StaticGraphStats stats;
-  AffineFoldingStats affine;  // per-channel affine ops folded into linear weights
+  AffineFoldingStats affine;             // per-channel affine ops folded into linear weights
+  TokenTransposeStats token_transposes;  // token <-> image transposes turned around
 };
 
 LoadedModel load_model(const std::string& path, const ImportOptions& options = {});

@@ -44,11 +44,19 @@ void add_linear_uses(LinearStage& l, const Graph& graph, const dnnl::engine& eng
 // Pooling, spatial means, resampling and concatenation run in the layout the convolutions
 // prefer for their sources and result when all can be stored so and oneDNN has more than
 // its reference kernel for it (they then count as such a convolution's uses); a
-// transposition reads and writes plain tensors.
+// transposition (a reorder) reads and writes whatever layouts are kept, as a loop does.
 void add_memory_bound_uses(const MemoryBoundStage& u, const Graph& graph,
                            const dnnl::engine& engine, LayoutUses& uses, WantedLayouts& wanted) {
+  if (memory_bound_any_layouts(*u.node)) {
+    for (std::size_t i = 0; i < u.sources; ++i) uses.add(u.read_names[i], LayoutUse::LoopRead);
+    for (std::size_t i = u.sources; i < u.read_names.size(); ++i) {
+      uses.add(u.read_names[i], LayoutUse::Plain);
+    }
+    uses.add(u.write_name, LayoutUse::LoopWrite);
+    return;
+  }
   MemoryBoundLayouts layouts;
-  bool preferred = !memory_bound_plain_only(*u.node);
+  bool preferred = true;
   for (std::size_t i = 0; i < u.sources; ++i) {
     const std::string& input = u.node->inputs[i];
     layouts.srcs.push_back(
@@ -132,7 +140,7 @@ KeptLayouts choose_channels_last(std::vector<std::vector<Stage>>& kernels, const
     for (const auto& stages : kernels) {
       for (const Stage& st : stages) {
         const auto* u = std::get_if<MemoryBoundStage>(&st);
-        if (!u) continue;
+        if (!u || memory_bound_any_layouts(*u->node)) continue;
         const std::size_t kept =
             u->result_any_layout ? chosen.count(u->read_names[0]) : chosen.count(u->write_name);
         bool same = true;

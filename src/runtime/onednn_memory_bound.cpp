@@ -183,7 +183,7 @@ std::optional<MemoryBoundOp> make_concat(const dnnl::engine& engine, const Graph
 }
 
 std::optional<MemoryBoundOp> make_transpose(const dnnl::engine& engine, const Graph& g,
-                                            const Node& node) {
+                                            const Node& node, const MemoryBoundLayouts& layouts) {
   if (node.op_type != "Transpose" || node.inputs.size() != 1 || node.outputs.size() != 1) {
     return std::nullopt;
   }
@@ -193,15 +193,16 @@ std::optional<MemoryBoundOp> make_transpose(const dnnl::engine& engine, const Gr
     return std::nullopt;
   }
   const std::vector<std::int64_t> perm = transpose_perm(node, rank);
-  memory::dims in_strides(rank, 1);
-  for (std::size_t d = rank - 1; d > 0; --d) in_strides[d - 1] = in_strides[d] * x.shape[d];
-  memory::dims dims(rank), strides(rank);
+  // The source as stored, its axes renamed to the result's: oneDNN's permutation says
+  // where each source axis goes, the inverse of ONNX's perm.
+  std::vector<int> where(rank);
+  memory::dims dims(rank);
   for (std::size_t d = 0; d < rank; ++d) {
+    where[static_cast<std::size_t>(perm[d])] = static_cast<int>(d);
     dims[d] = x.shape[static_cast<std::size_t>(perm[d])];
-    strides[d] = in_strides[static_cast<std::size_t>(perm[d])];
   }
-  const memory::desc src_md(dims, memory::data_type::f32, strides);
-  const memory::desc dst_md = plain_desc(dims);
+  const memory::desc src_md = source_desc(layouts, 0, x.shape).permute_axes(where);
+  const memory::desc dst_md = layouts.dst.value_or(plain_desc(dims));
   const dnnl::reorder::primitive_desc pd(engine, src_md, engine, dst_md);
   return memory_bound_op(dnnl::reorder(pd), pd.impl_info_str(), {src_md}, dst_md, engine);
 }
@@ -212,11 +213,11 @@ std::optional<MemoryBoundOp> make_memory_bound(const dnnl::engine& engine, const
   if (auto op = make_pool(engine, g, node, layouts)) return op;
   if (auto op = make_resample(engine, g, node, layouts)) return op;
   if (auto op = make_spatial_mean(engine, g, node, layouts)) return op;
-  if (auto op = make_transpose(engine, g, node)) return op;
+  if (auto op = make_transpose(engine, g, node, layouts)) return op;
   return make_concat(engine, g, node, layouts);
 }
 
-bool memory_bound_plain_only(const Node& node) {
+bool memory_bound_any_layouts(const Node& node) {
   return node.op_type == "Transpose";
 }
 

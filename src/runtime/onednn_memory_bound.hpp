@@ -61,17 +61,20 @@ std::optional<MemoryBoundOp> make_concat(const dnnl::engine& engine, const Graph
                                          const Node& node, const MemoryBoundLayouts& layouts = {});
 
 // A Transpose of an f32 tensor of rank 2 to 6, as oneDNN's reorder from the source read
-// through permuted strides to the plain result, or nullopt. (Its layouts are plain.)
+// through permuted axes to the result, each plain or stored as given, or nullopt. An
+// NHWC <-> NCHW transposition next to a channels-last convolution becomes a straight copy.
 std::optional<MemoryBoundOp> make_transpose(const dnnl::engine& engine, const Graph& graph,
-                                            const Node& node);
+                                            const Node& node,
+                                            const MemoryBoundLayouts& layouts = {});
 
 // Whichever of the five fits `node`, or nullopt.
 std::optional<MemoryBoundOp> make_memory_bound(const dnnl::engine& engine, const Graph& graph,
                                                const Node& node,
                                                const MemoryBoundLayouts& layouts = {});
 
-// Whether the primitive reads and writes plain tensors only (a Transpose).
-bool memory_bound_plain_only(const Node& node);
+// Whether the primitive reads and writes its source and result in any layouts, each on
+// its own, as a fused loop does (a Transpose: a reorder between any two layouts).
+bool memory_bound_any_layouts(const Node& node);
 
 // Whether the primitive's result has the same bytes in every layout its consumers may keep
 // it in (a spatial mean's [N, C, 1, 1]): it then follows its source's layout, whichever

@@ -323,7 +323,8 @@ class Compiler {
       full = shape_numel(in);
     }
     if (!cols) {
-      if (shape_numel(anchor) == 0) {
+      const bool only_moves = shape_numel(anchor) == 0;
+      if (only_moves) {
         // Only data movement: the domain is the first tensor the run hands out.
         for (const auto& t : needed_) {
           anchor = g_.tensor(t).shape;
@@ -331,7 +332,7 @@ class Compiler {
         }
       }
       full = shape_numel(anchor);
-      const StoredLayout* order = storage_order_ ? order_layout(full) : nullptr;
+      const StoredLayout* order = storage_order_ ? order_layout(full, anchor, only_moves) : nullptr;
       if (storage_order_ && !order) return refusal("no stored layout to walk in");
       if (order) {
         // Domain element d is the element stored at offset d of that tensor.
@@ -354,11 +355,14 @@ class Compiler {
   }
 
   // The stored layout the run walks in: a tensor it writes, else one it reads, of `full`
-  // elements (the first in order, so the choice is deterministic).
-  const StoredLayout* order_layout(std::int64_t full) const {
+  // elements whose flat logical order is the domain's (the first in order, so the choice
+  // is deterministic). A tensor that reaches the domain through a Transpose has another
+  // order: walking in its storage order would scramble every other access.
+  const StoredLayout* order_layout(std::int64_t full, const Shape& anchor, bool only_moves) const {
+    const std::set<std::string> in_order = domain_ordered(full, anchor, only_moves);
     auto fits = [&](const std::string& t) -> const StoredLayout* {
       auto it = layouts_.find(t);
-      if (it == layouts_.end() || shape_numel(g_.tensor(t).shape) != full) return nullptr;
+      if (it == layouts_.end() || !in_order.count(t)) return nullptr;
       return it->second.get();
     };
     for (const auto& t : needed_) {
@@ -371,6 +375,51 @@ class Compiler {
       }
     }
     return nullptr;
+  }
+
+  // The tensors of the run whose elements, in flat logical order, are the domain's: what
+  // the computing ops write and read element for element (of `full` elements), or, in a
+  // run that only moves data, the tensor it hands out (of shape `anchor`); and what
+  // reaches those through ops that keep the flat order (Reshape and its kin).
+  std::set<std::string> domain_ordered(std::int64_t full, const Shape& anchor,
+                                       bool only_moves) const {
+    std::set<std::string> in_order;
+    for (std::size_t idx : nodes_) {
+      const Node& n = g_.nodes[idx];
+      if (is_data_move(n)) continue;
+      const Shape& out = g_.tensor(n.outputs[0]).shape;
+      if (shape_numel(out) != full) continue;
+      in_order.insert(n.outputs[0]);
+      for (const auto& t : n.inputs) {
+        if (!t.empty() && g_.tensor(t).shape == out) in_order.insert(t);
+      }
+    }
+    if (only_moves) {
+      for (const auto& t : needed_) {
+        if (g_.tensor(t).shape == anchor) {
+          in_order.insert(t);
+          break;
+        }
+      }
+    }
+    auto keeps_order = [](const Node& n) {
+      return n.op_type == "Reshape" || n.op_type == "Flatten" || n.op_type == "Squeeze" ||
+             n.op_type == "Unsqueeze" || n.op_type == "Identity";
+    };
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (std::size_t idx : nodes_) {
+        const Node& n = g_.nodes[idx];
+        if (!keeps_order(n) || !n.has_input(0)) continue;
+        const std::string &x = n.inputs[0], &y = n.outputs[0];
+        if (in_order.count(x) != in_order.count(y)) {
+          in_order.insert(x);
+          in_order.insert(y);
+          grew = true;
+        }
+      }
+    }
+    return in_order;
   }
 
   // Per domain element, the value `by_logical` holds for its logical element.
@@ -832,19 +881,10 @@ void FusedLoop::Impl::run_rows(std::int64_t begin, std::int64_t end, int thread,
           const float* x = full_ptr[ins.x.id];
           float v = 0;
           if (ins.reduce == Reduce::Sum || ins.reduce == Reduce::Mean) {
-            double s = 0;
-            for (std::int64_t c = 0; c < C; ++c) s += x[c];
-            v = static_cast<float>(ins.reduce == Reduce::Mean ? s / static_cast<double>(C) : s);
+            v = vector_math::sum(x, C);
+            if (ins.reduce == Reduce::Mean) v = static_cast<float>(static_cast<double>(v) / C);
           } else {
-            v = x[0];
-            const bool is_max = ins.reduce == Reduce::Max;
-            for (std::int64_t c = 1; c < C; ++c) {
-              if (std::isnan(x[c]) || std::isnan(v)) {
-                v = std::numeric_limits<float>::quiet_NaN();
-                break;
-              }
-              v = is_max ? std::max(v, x[c]) : std::min(v, x[c]);
-            }
+            v = ins.reduce == Reduce::Max ? vector_math::max(x, C) : vector_math::min(x, C);
           }
           rowv[ins.out.id] = v;
           break;

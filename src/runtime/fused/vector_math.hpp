@@ -1,7 +1,7 @@
-// Array versions of the transcendental functions fused loops spend their time in
-// (softmax's Exp, GELU's Erf, Sigmoid). std::exp / std::erf are scalar library calls
-// that no compiler vectorises; these are branch-free polynomial forms that GCC turns
-// into AVX-512 / AVX2 code, chosen at load time (target_clones), so the build stays
+// Array versions of the transcendental functions and reductions fused loops spend their
+// time in (softmax's Exp, Max and Sum, GELU's Erf, Sigmoid, LayerNorm's Mean). std::exp / std::erf
+// are scalar library calls that no compiler vectorises; these are branch-free polynomial forms that
+// GCC turns into AVX-512 / AVX2 code, chosen at load time (target_clones), so the build stays
 // portable (-march=x86-64) and still uses the wide units where they exist.
 //
 // Accuracy against the double-precision functions (checked by vector_math_test over a
@@ -18,5 +18,12 @@ namespace orchid::vector_math {
 void exp(const float* x, float* y, std::int64_t n);
 void erf(const float* x, float* y, std::int64_t n);
 void sigmoid(const float* x, float* y, std::int64_t n);
+
+// Reductions of n >= 1 elements with independent partial results per vector lane, so they
+// run at the vector units' throughput instead of one add's latency per element. sum adds
+// in double (as the reference interpreter does); max / min return NaN when any element is.
+float sum(const float* x, std::int64_t n);
+float max(const float* x, std::int64_t n);
+float min(const float* x, std::int64_t n);
 
 }  // namespace orchid::vector_math

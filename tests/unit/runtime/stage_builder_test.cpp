@@ -242,6 +242,32 @@ TEST(StageBuilder, ALoneTransposeIsOneDnnsReorder) {
   }
 }
 
+// NHWC <-> NCHW transposes on each side of a convolution (a vision transformer's tokens
+// turned into an image and back, passes/token_transposes.hpp), each its own kernel: the
+// transposes are oneDNN reorders into and out of the layout the convolution keeps, so the
+// convolution itself reorders nothing.
+TEST(StageBuilder, TransposesBesideAConvolutionWriteAndReadItsLayout) {
+  const Graph g = make_graph(
+      {{"x", {1, 8, 8, 16}}}, {{"w", pattern({16, 16, 1, 1})}},
+      {{"Transpose", {"x"}, {"image"}, {{"perm", std::vector<std::int64_t>{0, 3, 1, 2}}}},
+       {"Conv", {"image", "w"}, {"c"}},
+       {"Transpose", {"c"}, {"y"}, {{"perm", std::vector<std::int64_t>{0, 2, 3, 1}}}}},
+      {"y"});
+  const Plan plan = runtime_test::node_per_kernel_plan(g);
+  PlanExecutor executor(g, plan, {});
+  const TensorMap feed = make_random_inputs(g, 6);
+  expect_matches(executor.run(feed), ReferenceInterpreter(g).run(feed));
+  for (std::size_t k : {0, 2}) {
+    EXPECT_NE(executor.describe_kernel(k).find("onednn"), std::string::npos)
+        << executor.describe_kernel(k);
+  }
+  const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  if (activation_preferred_layout(engine, {1, 16, 8, 8}).has_value()) {
+    EXPECT_EQ(executor.describe_kernel(1).find("reorder"), std::string::npos)
+        << executor.describe_kernel(1);
+  }
+}
+
 TEST(StageBuilder, ALinearOpOneDnnCannotRunGoesToItsReferenceKernel) {
   // A 1-D convolution (3-D tensors): not a 2-D Conv, so no oneDNN linear stage.
   const Graph g = make_graph({{"x", {1, 2, 9}}}, {{"w", pattern({3, 2, 3})}},

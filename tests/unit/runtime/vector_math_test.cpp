@@ -1,10 +1,11 @@
 // The fused loops' vectorised exp / erf / sigmoid against double-precision libm over a
-// dense sweep (bounds as documented in vector_math.hpp).
+// dense sweep (bounds as documented in vector_math.hpp), and their reductions.
 #include "runtime/fused/vector_math.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 namespace orchid {
@@ -47,6 +48,37 @@ TEST(VectorMath, ErfAndSigmoidAbsoluteError) {
   }
   EXPECT_LT(worst_erf, 6e-7);
   EXPECT_LT(worst_sigmoid, 5e-7);
+}
+
+// Sums, maxima and minima of every length from 1 to 70 (the 16-lane body and the tail)
+// against plain double-precision loops; a NaN anywhere makes max and min NaN.
+TEST(VectorMath, ReductionsMatchPlainLoopsAtEveryLength) {
+  std::vector<float> x(70);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    x[i] = static_cast<float>(std::sin(0.7 * static_cast<double>(i)) * 100.0 + 1e-3 * i);
+  }
+  for (std::int64_t n = 1; n <= 70; ++n) {
+    double sum = 0;
+    float hi = x[0], lo = x[0];
+    for (std::int64_t i = 0; i < n; ++i) {
+      sum += x[static_cast<std::size_t>(i)];
+      hi = std::max(hi, x[static_cast<std::size_t>(i)]);
+      lo = std::min(lo, x[static_cast<std::size_t>(i)]);
+    }
+    EXPECT_NEAR(vector_math::sum(x.data(), n), sum, 1e-5 * (1 + std::fabs(sum))) << n;
+    EXPECT_EQ(vector_math::max(x.data(), n), hi) << n;
+    EXPECT_EQ(vector_math::min(x.data(), n), lo) << n;
+  }
+  for (std::size_t at : {0u, 5u, 16u, 40u, 69u}) {  // first lane, body, tail
+    std::vector<float> y = x;
+    y[at] = std::nanf("");
+    EXPECT_TRUE(std::isnan(vector_math::max(y.data(), 70))) << at;
+    EXPECT_TRUE(std::isnan(vector_math::min(y.data(), 70))) << at;
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> z{1.0f, -inf, 3.0f, inf};
+  EXPECT_EQ(vector_math::max(z.data(), 4), inf);
+  EXPECT_EQ(vector_math::min(z.data(), 4), -inf);
 }
 
 }  // namespace

@@ -120,8 +120,9 @@ void expect_stored_loop_matches(const Graph& g,
   auto compiled = FusedLoop::compile(g, nodes, needed, layouts);
   ASSERT_TRUE(compiled) << compiled.why();
   const std::unique_ptr<FusedLoop>& loop = *compiled;
-  // Without reductions a row is a run of the tensor it walks in storage order (N, C/8,
-  // H, W, 8 blocked: 8 x 7 x 5; N, H, W, C: 16 x 7), else of the logical shape.
+  // Without reductions a row is a run of at least 1024 elements of the tensor it walks in
+  // storage order (whole cache lines of the plain tensors it converts: N, C/8, H, W, 8
+  // blocked: 8 x 10 x 8 x 2; N, H, W, C: 16 x 10 x 8), else of the logical shape.
   EXPECT_EQ(loop->cols(), want_cols);
   const TensorMap feed = make_random_inputs(g, 3);
   const TensorMap want = ReferenceInterpreter(g).run(feed);
@@ -165,22 +166,22 @@ void expect_stored_loop_matches(const Graph& g,
 }
 
 TEST(FusedLoop, ReadsAndWritesBlockedAndChannelsLastTensorsInPlace) {
-  const dnnl::memory::dims dims{1, 16, 5, 7};
+  const dnnl::memory::dims dims{2, 16, 8, 10};
   const auto nhwc =
       dnnl::memory::desc(dims, dnnl::memory::data_type::f32, dnnl::memory::format_tag::nhwc);
   const auto blocked =
       dnnl::memory::desc(dims, dnnl::memory::data_type::f32, dnnl::memory::format_tag::nChw8c);
   const Graph g = make_graph(
-      {{"x", {1, 16, 5, 7}}, {"r", {1, 16, 5, 7}}}, {{"b", runtime_test::pattern({1, 16, 1, 1})}},
+      {{"x", {2, 16, 8, 10}}, {"r", {2, 16, 8, 10}}}, {{"b", runtime_test::pattern({1, 16, 1, 1})}},
       {{"Add", {"x", "b"}, {"xb"}},
        {"Add", {"xb", "r"}, {"s"}},
        {"Relu", {"s"}, {"y"}},
        {"Transpose", {"s"}, {"t"}, {{"perm", std::vector<std::int64_t>{0, 2, 3, 1}}}}},
       {"y", "t"});
   // Result blocked, one source channels-last, the other plain; and every mix of them.
-  expect_stored_loop_matches(g, {{"y", blocked}, {"x", nhwc}}, 280);
-  expect_stored_loop_matches(g, {{"x", blocked}, {"r", blocked}}, 280);
-  expect_stored_loop_matches(g, {{"y", nhwc}, {"r", blocked}}, 112);
+  expect_stored_loop_matches(g, {{"y", blocked}, {"x", nhwc}}, 1280);
+  expect_stored_loop_matches(g, {{"x", blocked}, {"r", blocked}}, 1280);
+  expect_stored_loop_matches(g, {{"y", nhwc}, {"r", blocked}}, 1280);
 }
 
 TEST(FusedLoop, ReductionsOverStoredTensorsWalkInLogicalOrder) {

@@ -264,10 +264,17 @@ struct Value {
 class Compiler {
  public:
   // `storage_order`: walk the elements in the storage order of a non-plain tensor the run
-  // writes or reads (when it has no reductions), else in logical row-major order.
+  // writes or reads (when it has no reductions), in rows of at least `storage_min_cols`
+  // elements; else in logical row-major order.
   Compiler(const Graph& g, const std::vector<std::size_t>& nodes,
-           const std::set<std::string>& needed, const StoredLayouts& layouts, bool storage_order)
-      : g_(g), nodes_(nodes), needed_(needed), layouts_(layouts), storage_order_(storage_order) {}
+           const std::set<std::string>& needed, const StoredLayouts& layouts, bool storage_order,
+           std::int64_t storage_min_cols = 0)
+      : g_(g),
+        nodes_(nodes),
+        needed_(needed),
+        layouts_(layouts),
+        storage_order_(storage_order),
+        storage_min_cols_(storage_min_cols) {}
 
   Refusable<std::unique_ptr<FusedLoop::Impl>> compile() {
     for (std::size_t idx : nodes_) {
@@ -354,9 +361,7 @@ class Compiler {
         for (std::int64_t i = 0; i < full; ++i) {
           domain_[static_cast<std::size_t>(order->offsets[static_cast<std::size_t>(i)])] = i;
         }
-        // Rows of whole cache lines in the plain tensors it converts from or to: 1024
-        // elements span 16 pixels and more of NHWC with up to 64 channels.
-        cols = pick_cols(order->storage_dims, 1024);
+        cols = pick_cols(order->storage_dims, storage_min_cols_);
       } else {
         cols = pick_cols(anchor);
       }
@@ -743,6 +748,7 @@ class Compiler {
   const std::set<std::string>& needed_;
   const StoredLayouts& layouts_;
   const bool storage_order_;
+  const std::int64_t storage_min_cols_;
   std::vector<std::int64_t> domain_;  // domain element -> logical element; empty: identity
   std::set<std::string> produced_;
   std::unordered_map<std::string, Value> values_;
@@ -945,7 +951,20 @@ Refusable<std::unique_ptr<FusedLoop>> FusedLoop::compile(const Graph& graph,
                                                          const std::vector<std::size_t>& nodes,
                                                          const std::set<std::string>& needed,
                                                          const StoredLayouts& layouts) {
-  auto impl = Compiler(graph, nodes, needed, layouts, !layouts.empty()).compile();
+  // In storage order, rows of whole cache lines of the plain tensors it converts from or
+  // to (1024 elements span 16 pixels and more of NHWC with up to 64 channels), unless
+  // such rows need larger offset tables (a row crossing an image row of a Pad is not
+  // separable): then rows of 64.
+  auto impl = Compiler(graph, nodes, needed, layouts, !layouts.empty(), 1024).compile();
+  auto table_bytes = [](const FusedLoop::Impl& i) {
+    std::int64_t b = 0;
+    for (const auto& m : i.maps) b += m.bytes();
+    return b;
+  };
+  if (impl && !layouts.empty()) {
+    auto narrow = Compiler(graph, nodes, needed, layouts, true, 64).compile();
+    if (narrow && table_bytes(**narrow) < table_bytes(**impl)) impl = std::move(narrow);
+  }
   if (!impl && !layouts.empty()) impl = Compiler(graph, nodes, needed, layouts, false).compile();
   if (!impl) return impl.refusal();
   return std::unique_ptr<FusedLoop>(new FusedLoop(std::move(*impl)));

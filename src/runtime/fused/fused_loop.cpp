@@ -956,9 +956,9 @@ Refusable<std::unique_ptr<FusedLoop>> FusedLoop::compile(const Graph& graph,
   // such rows need larger offset tables (a row crossing an image row of a Pad is not
   // separable): then rows of 64.
   auto impl = Compiler(graph, nodes, needed, layouts, !layouts.empty(), 1024).compile();
-  auto table_bytes = [](const FusedLoop::Impl& i) {
-    std::int64_t b = 0;
-    for (const auto& m : i.maps) b += m.bytes();
+  auto table_bytes = [](const FusedLoop::Impl& i) {  // of maps that are not separable
+    std::size_t b = 0;
+    for (const auto& m : i.maps) b += m.table.size() * sizeof(std::int64_t);
     return b;
   };
   if (impl && !layouts.empty()) {

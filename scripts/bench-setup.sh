@@ -40,7 +40,10 @@ if ((${#missing[@]})); then
 fi
 if ((torch)) && ! has torch; then
   echo "installing torch (CPU wheels) into $venv"
-  "$py" -m pip install --quiet torch --index-url https://download.pytorch.org/whl/cpu
+  # PyTorch's own CPU index; where only PyPI is reachable, PyPI's wheel (with CUDA
+  # libraries, larger, the same CPU kernels).
+  "$py" -m pip install --quiet torch --index-url https://download.pytorch.org/whl/cpu ||
+    { echo "the CPU wheel index is unreachable: installing torch from PyPI"; "$py" -m pip install --quiet torch; }
 fi
 "$py" - <<'PY'
 import importlib

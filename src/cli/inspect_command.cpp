@@ -56,6 +56,11 @@ void inspect(const InspectOptions& options) {
   for (const auto& out : g.outputs) fmt::print("output      {}  {}\n", out, type_of(g, out));
   fmt::print("nodes       {} (imported {}, {} folded to constants, {} dead)\n", stats.nodes,
              loaded.stats.nodes_before, loaded.stats.folded_nodes, loaded.stats.dead_nodes);
+  fmt::print(
+      "rewrites    {} affine op(s) folded into linear weights, {} 1x1 convolution(s) moved "
+      "before upsampling, {} token/image transpose(s) turned around\n",
+      loaded.affine.folded_nodes, loaded.resize_commute.convolutions,
+      loaded.token_transposes.rewritten);
   if (loaded.stats.inlined_branches > 0) {
     fmt::print("branches    {} If node(s) with a constant condition replaced by their branch\n",
                loaded.stats.inlined_branches);

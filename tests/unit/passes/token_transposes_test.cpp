@@ -95,8 +95,9 @@ TEST(TokenTransposes, LongSegFormerTurnsItsMixFfnTransposesAndKeepsItsOutputs) {
   const std::string path =
       (std::filesystem::path(ORCHID_MODELS_DIR) / "segformer_b0.onnx").string();
   Graph original = read_onnx(path);
-  make_static(original);
+  make_static(original);  // every pass load_model runs before this one
   fold_affine_into_linear(original);
+  convolve_before_upsampling(original);
   const LoadedModel loaded = load_model(path);
   // Eight Mix-FFN blocks, a transpose on each side of their depthwise convolutions.
   EXPECT_GE(loaded.token_transposes.rewritten, 16u);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The benchmarks' Python environment: a venv with onnxruntime, numpy and PyTorch (CPU
-# wheels), so that `.venv/bin/python bench/executor_benchmark.py` (README) works on a fresh
-# machine. Idempotent: an existing venv is kept and only what it lacks is installed.
+# The benchmarks' Python environment: a venv with onnxruntime, numpy, PyTorch and
+# torchvision (CPU wheels), so that `.venv/bin/python bench/executor_benchmark.py` (README)
+# works on a fresh machine. Idempotent: an existing venv is kept and only what it lacks is installed.
 #
 #   bash scripts/bench-setup.sh              # .venv in the repository root
 #   VENV=/work/venv bash scripts/bench-setup.sh --no-torch
@@ -45,9 +45,15 @@ if ((torch)) && ! has torch; then
   "$py" -m pip install --quiet torch --index-url https://download.pytorch.org/whl/cpu ||
     { echo "the CPU wheel index is unreachable: installing torch from PyPI"; "$py" -m pip install --quiet torch; }
 fi
+# torchvision: tools/check_third_party.py exports the benchmark's third-party models with it.
+if ((torch)) && ! has torchvision; then
+  echo "installing torchvision into $venv"
+  "$py" -m pip install --quiet torchvision --index-url https://download.pytorch.org/whl/cpu ||
+    "$py" -m pip install --quiet torchvision
+fi
 "$py" - <<'PY'
 import importlib
-for name in ("numpy", "onnxruntime", "onnx", "torch"):
+for name in ("numpy", "onnxruntime", "onnx", "torch", "torchvision"):
     try:
         m = importlib.import_module(name)
         print(f"{name:12s} {getattr(m, '__version__', '?')}")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The benchmarks' Python environment: a venv with onnxruntime, numpy, PyTorch and
 # torchvision (CPU wheels), so that `.venv/bin/python bench/executor_benchmark.py` (README)
-# works on a fresh machine. Idempotent: an existing venv is kept and only what it lacks is installed.
+# works on a fresh machine. Idempotent: an existing venv is kept and only what it lacks is
+# installed.
 #
 #   bash scripts/bench-setup.sh              # .venv in the repository root
 #   VENV=/work/venv bash scripts/bench-setup.sh --no-torch
@@ -45,15 +46,20 @@ if ((torch)) && ! has torch; then
   "$py" -m pip install --quiet torch --index-url https://download.pytorch.org/whl/cpu ||
     { echo "the CPU wheel index is unreachable: installing torch from PyPI"; "$py" -m pip install --quiet torch; }
 fi
-# torchvision: tools/check_third_party.py exports the benchmark's third-party models with it.
+# torchvision and onnxscript: tools/check_third_party.py exports the benchmark's third-party
+# models with them (onnxscript is what PyTorch's default exporter runs on).
 if ((torch)) && ! has torchvision; then
   echo "installing torchvision into $venv"
   "$py" -m pip install --quiet torchvision --index-url https://download.pytorch.org/whl/cpu ||
     "$py" -m pip install --quiet torchvision
 fi
+if ((torch)) && ! has onnxscript; then
+  echo "installing onnxscript into $venv"
+  "$py" -m pip install --quiet onnxscript
+fi
 "$py" - <<'PY'
 import importlib
-for name in ("numpy", "onnxruntime", "onnx", "torch", "torchvision"):
+for name in ("numpy", "onnxruntime", "onnx", "torch", "torchvision", "onnxscript"):
     try:
         m = importlib.import_module(name)
         print(f"{name:12s} {getattr(m, '__version__', '?')}")

@@ -151,11 +151,16 @@ std::optional<Plan> build_plan(const PrimitiveGraphIndex& index,
     plan.kernels.push_back(std::move(kernels[order[pos]]));
     plan.total_us += plan.kernels.back().cost_us;
   }
-  // Lifetimes: a tensor lives from its (first) writer to its last reader.
+  // Lifetimes: a tensor lives from its (first) writer to its last reader, and to its
+  // last writer: a kernel that recomputes it writes its slot again (YOLOX's Focus slices,
+  // recomputed by two kernels, got a slot another tensor of the second kernel shared).
   std::map<std::string, ArenaSlot> slots;
   for (std::size_t pos = 0; pos < plan.kernels.size(); ++pos) {
     for (const auto& t : plan.kernels[pos].outputs) {
-      if (slots.count(t)) continue;
+      if (auto it = slots.find(t); it != slots.end()) {
+        it->second.last_kernel = std::max(it->second.last_kernel, pos);
+        continue;
+      }
       ArenaSlot s;
       s.tensor = t;
       s.bytes = (tensor_bytes(g, t) + kAlignment - 1) / kAlignment * kAlignment;

@@ -121,12 +121,12 @@ inline float apply_binary(Binary op, float x, float y) {
 struct OffsetMap {
   std::vector<std::int64_t> row_off, col_off, table;
   bool contiguous_cols = false;  // col_off[c] == c: a row is one contiguous run
-  // Separable and neither contiguous nor constant: the columns in increasing col_off. A
-  // row then touches memory in address order, each cache line in one go: a layout change
-  // from NHWC with few channels otherwise hits 32 lines 4 KiB apart per pixel, which share
+  bool constant_cols = false;    // col_off[c] == 0: one value per row
+  // Separable, with col_off not increasing: the columns in increasing col_off. A row then
+  // touches memory in address order, each cache line in one go; a layout change from NHWC
+  // with 32 channels otherwise hits 32 planes 4 KiB-multiples apart per pixel, which share
   // one L1 set and evict each other (Candy's NHWC -> NCHW loops ran 5x slower than plain).
   std::vector<std::int32_t> by_address;
-  bool constant_cols = false;  // col_off[c] == 0: one value per row
 
   static OffsetMap build(const std::vector<std::int64_t>& flat, std::int64_t rows,
                          std::int64_t cols) {

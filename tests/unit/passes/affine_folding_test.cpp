@@ -11,6 +11,7 @@
 #include "onnx/onnx_reader.hpp"
 #include "passes/affine_folding.hpp"
 #include "passes/load_model.hpp"
+#include "passes/pass_test_util.hpp"
 #include "passes/static_graph.hpp"
 #include "runtime/small_graph.hpp"
 
@@ -21,29 +22,8 @@ using runtime_test::f32;
 using runtime_test::make_graph;
 using runtime_test::pattern;
 
-std::size_t count_op(const Graph& g, const std::string& op) {
-  std::size_t n = 0;
-  for (const Node& node : g.nodes) n += node.op_type == op;
-  return n;
-}
-
-void expect_same_outputs(const Graph& original, const Graph& folded, double atol, double rtol) {
-  const TensorMap feed = make_random_inputs(original, 0);
-  const TensorMap want = ReferenceInterpreter(original).run(feed);
-  const TensorMap have = ReferenceInterpreter(folded).run(feed);
-  for (const auto& [name, w] : want) {
-    const Tensor& h = have.at(name);
-    ASSERT_EQ(h.shape(), w.shape()) << name;
-    std::int64_t bad = 0;
-    for (std::int64_t i = 0; i < w.numel(); ++i) {
-      const double a = h.get_as_double(i), b = w.get_as_double(i);
-      if (!(std::fabs(a - b) <= atol + rtol * std::fabs(b)) && bad++ < 3) {
-        ADD_FAILURE() << name << "[" << i << "]: " << a << " vs " << b;
-      }
-    }
-    EXPECT_EQ(bad, 0) << name;
-  }
-}
+using pass_test::count_op;
+using pass_test::expect_same_outputs;
 
 Tensor positive(Shape shape) {
   Tensor t = pattern(std::move(shape));

@@ -13,6 +13,7 @@
 #include "eval/random_inputs.hpp"
 #include "eval/reference_interpreter.hpp"
 #include "passes/load_model.hpp"
+#include "passes/pass_test_util.hpp"
 #include "runtime/small_graph.hpp"
 
 namespace orchid {
@@ -23,24 +24,10 @@ using runtime_test::i64;
 using runtime_test::make_graph;
 using runtime_test::pattern;
 
-std::size_t count_op(const Graph& g, const std::string& op) {
-  std::size_t n = 0;
-  for (const Node& node : g.nodes) n += node.op_type == op;
-  return n;
-}
+using pass_test::count_op;
 
 void expect_same_outputs(const Graph& original, const Graph& rewritten) {
-  const TensorMap feed = make_random_inputs(original, 4);
-  const TensorMap want = ReferenceInterpreter(original).run(feed);
-  const TensorMap have = ReferenceInterpreter(rewritten).run(feed);
-  for (const auto& [name, w] : want) {
-    const Tensor& h = have.at(name);
-    ASSERT_EQ(h.shape(), w.shape()) << name;
-    for (std::int64_t i = 0; i < w.numel(); ++i) {
-      const double a = h.get_as_double(i), b = w.get_as_double(i);
-      ASSERT_LE(std::fabs(a - b), 1e-5 + 1e-4 * std::fabs(b)) << name << "[" << i << "]";
-    }
-  }
+  pass_test::expect_same_outputs(original, rewritten, 1e-5, 1e-4, 4);
 }
 
 // A decoder: a full-resolution operand, an identity-size Resize, a 2x linear Resize by

@@ -11,6 +11,7 @@
 #include "eval/random_inputs.hpp"
 #include "eval/reference_interpreter.hpp"
 #include "passes/load_model.hpp"
+#include "passes/pass_test_util.hpp"
 #include "runtime/small_graph.hpp"
 
 namespace orchid {
@@ -20,23 +21,10 @@ using runtime_test::i64;
 using runtime_test::make_graph;
 using runtime_test::pattern;
 
-void expect_identical_outputs(const Graph& original, const Graph& rewritten) {
-  const TensorMap feed = make_random_inputs(original, 3);
-  const TensorMap want = ReferenceInterpreter(original).run(feed);
-  const TensorMap have = ReferenceInterpreter(rewritten).run(feed);
-  for (const auto& [name, w] : want) {
-    const Tensor& h = have.at(name);
-    ASSERT_EQ(h.shape(), w.shape()) << name;
-    for (std::int64_t i = 0; i < w.numel(); ++i) {
-      ASSERT_EQ(h.get_as_double(i), w.get_as_double(i)) << name << "[" << i << "]";
-    }
-  }
-}
+using pass_test::count_op;
 
-std::size_t count_op(const Graph& g, const std::string& op) {
-  std::size_t n = 0;
-  for (const Node& node : g.nodes) n += node.op_type == op;
-  return n;
+void expect_identical_outputs(const Graph& original, const Graph& rewritten) {
+  pass_test::expect_same_outputs(original, rewritten, 0.0, 0.0, 3);
 }
 
 // tokens [2, 12, 4] -> [2, 4, 12] -> [2, 4, 3, 4] -> depthwise Conv -> [2, 4, 12] -> [2, 12, 4]

@@ -38,7 +38,8 @@ inline Graph make_graph(const std::vector<std::pair<std::string, Shape>>& inputs
   int i = 0;
   for (const auto& spec : nodes) {
     Node n;
-    n.name = "n" + std::to_string(i++);
+    n.name = "n";  // appended, not "n" + ...: GCC 12 warns falsely (-Wrestrict) on that
+    n.name += std::to_string(i++);
     n.op_type = spec.op;
     n.inputs = spec.inputs;
     n.outputs = spec.outputs;

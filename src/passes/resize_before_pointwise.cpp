@@ -69,21 +69,21 @@ class Rewriter {
  public:
   explicit Rewriter(Graph& g) : g_(g) {}
 
-  // Rewrites every 1x1 convolution reading the Concat at `concat`; false when the pattern
-  // does not hold (nothing is changed then).
-  bool rewrite(std::size_t concat) {
+  // Rewrites every 1x1 convolution reading the Concat at `concat` and returns how many;
+  // 0 when the pattern does not hold (nothing is changed then).
+  std::size_t rewrite(std::size_t concat) {
     const Node cat = g_.nodes[concat];
-    if (cat.op_type != "Concat" || cat.outputs.size() != 1) return false;
+    if (cat.op_type != "Concat" || cat.outputs.size() != 1) return 0;
     const Shape& cs = g_.tensor(cat.outputs[0]).shape;
-    if (cs.size() != 4 || cat.attr_int("axis", 0) % 4 != 1) return false;
-    if (std::count(g_.outputs.begin(), g_.outputs.end(), cat.outputs[0])) return false;
+    if (cs.size() != 4 || cat.attr_int("axis", 0) % 4 != 1) return 0;
+    if (std::count(g_.outputs.begin(), g_.outputs.end(), cat.outputs[0])) return 0;
     const auto consumers = g_.consumers();
     auto readers = consumers.find(cat.outputs[0]);
-    if (readers == consumers.end()) return false;
+    if (readers == consumers.end()) return 0;
     std::vector<std::size_t> convs;
     for (std::size_t r : readers->second) {
       const Node& n = g_.nodes[r];
-      if (!is_pointwise_conv(g_, n) || n.inputs[0] != cat.outputs[0]) return false;
+      if (!is_pointwise_conv(g_, n) || n.inputs[0] != cat.outputs[0]) return 0;
       convs.push_back(r);
     }
     // Each source: its channel range, and the Resize that makes it (when it is one).
@@ -97,7 +97,7 @@ class Rewriter {
     bool upsamples = false;
     std::int64_t from = 0;
     for (const auto& t : cat.inputs) {
-      if (t.empty()) return false;
+      if (t.empty()) return 0;
       Source s{t, from, g_.tensor(t).shape.at(1), std::nullopt};
       from += s.channels;
       auto p = producers.find(t);
@@ -119,7 +119,7 @@ class Rewriter {
       }
       sources.push_back(s);
     }
-    if (!upsamples || from != cs[1]) return false;
+    if (!upsamples || from != cs[1]) return 0;
     // Full-resolution terms first: the convolution of the first one takes the others as
     // post-op adds.
     std::stable_sort(sources.begin(), sources.end(), [](const Source& a, const Source& b) {
@@ -135,7 +135,7 @@ class Rewriter {
     }
     for (auto& n : added) kept.push_back(std::move(n));
     g_.nodes = std::move(kept);
-    return true;
+    return convs.size();
   }
 
  private:
@@ -228,11 +228,7 @@ ResizeCommuteStats convolve_before_upsampling(Graph& graph) {
     changed = false;
     for (std::size_t i = 0; i < graph.nodes.size() && !changed; ++i) {
       if (graph.nodes[i].op_type != "Concat") continue;
-      Rewriter rw(graph);
-      const auto consumers = graph.consumers();
-      auto it = consumers.find(graph.nodes[i].outputs.empty() ? "" : graph.nodes[i].outputs[0]);
-      const std::size_t convs = it == consumers.end() ? 0 : it->second.size();
-      if (rw.rewrite(i)) {
+      if (const std::size_t convs = Rewriter(graph).rewrite(i)) {
         stats.convolutions += convs;
         changed = true;
       }

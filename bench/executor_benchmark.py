@@ -27,7 +27,9 @@ these engines (--engines picks a subset):
                     orchid orchestrate M --device cpu --profile --profile-db DB --plan-kind K --json P
                     orchid run M --plan P --repeat N --threads T --json -
                   one fresh profile database per model (or --profile-dir), shared by the three
-                  kinds, so that they are costed by identical measurements; the table compares
+                  kinds, so that they are costed by identical measurements (kernels timed
+                  alone, then inside whole runs of the plans: docs/cost_model.md, "Times in
+                  context"; the first orchestration does that timing); the table compares
                   each plan's predicted time with its measured one (measured / predicted - 1).
   onnxruntime     PyPI onnxruntime, CPUExecutionProvider, ORT_ENABLE_ALL, intra_op_num_threads
                   T, inter_op_num_threads 1, ORT_SEQUENTIAL, on a self-contained copy written by

@@ -78,6 +78,13 @@ void add_cost_options(CLI::App& command, CostCliOptions& options, bool calibrate
   command.add_option("--profile-db", options.profile_db,
                      "Profile database file (default $XDG_CACHE_HOME/orchid/"
                      "profile-<device>.json or ~/.cache/orchid/...)");
+  command
+      .add_option("--context-rounds", options.context_rounds,
+                  "With --profile on this CPU: orchestrations that may run the optimal plan "
+                  "whole to time its kernels where they run (their in-context times become "
+                  "their costs); 0 costs kernels by their times alone")
+      ->default_val(options.context_rounds)
+      ->check(CLI::Range(0, 20));
   if (calibrate) {
     command.add_option("--calibrate-out", options.calibrate_out,
                        "With --profile: fit the analytic model to the measurements and write "
@@ -117,8 +124,19 @@ std::unique_ptr<CostModel> make_cost_model(const DeviceSpec& device,
   return std::make_unique<MeasuredCostModel>(device, mo);
 }
 
+Orchestration orchestrate_with_costs(const Graph& model, const CostModel& costs,
+                                     const CostCliOptions& options,
+                                     const OrchestrateOptions& orchestrate_options,
+                                     InContextReport* in_context) {
+  const auto* measured = dynamic_cast<const MeasuredCostModel*>(&costs);
+  if (!measured || options.cuda) return orchestrate(model, costs, orchestrate_options);
+  InContextOptions o;
+  o.max_rounds = options.context_rounds;
+  return orchestrate_in_context(model, *measured, orchestrate_options, o, in_context);
+}
+
 void report_measured_costs(const CostModel& model, const CostCliOptions& options,
-                           const std::string& model_path) {
+                           const std::string& model_path, const InContextReport* in_context) {
   const auto* measured = dynamic_cast<const MeasuredCostModel*>(&model);
   if (!measured) return;
   const MeasuredCostStats& s = measured->stats();
@@ -134,6 +152,7 @@ void report_measured_costs(const CostModel& model, const CostCliOptions& options
         s.noisy, ProfileEntry::kMaxSpread, MeasuredCostOptions{}.noisy_retries);
   }
   for (const auto& e : s.fallback_examples) fmt::print("             fell back: {}\n", e);
+  if (in_context) fmt::print("in context   {}\n", describe_in_context(*in_context, s));
   const CalibrationResult& c = s.calibration;
   fmt::print(
       "rank corr.   Spearman analytic vs measured {} over {} kernels; calibrated {} "

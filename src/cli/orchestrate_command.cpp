@@ -72,7 +72,9 @@ void orchestrate_command(const OrchestrateCliOptions& o, const CLI::App& cmd) {
   options.rules.max_nodes = o.max_kernel_size;
   options.region_target_size = o.region_size;
   options.softmax_matmul_alternative = !o.no_softmax_alternative;
-  const Orchestration result = orchestrate(loaded.graph, *cost_model, options);
+  InContextReport in_context;
+  const Orchestration result =
+      orchestrate_with_costs(loaded.graph, *cost_model, o.cost, options, &in_context);
   const OrchestrationStats& s = result.stats;
   const double total =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -104,7 +106,7 @@ void orchestrate_command(const OrchestrateCliOptions& o, const CLI::App& cmd) {
   fmt::print("(speedup = that plan's latency / {} latency{})\n",
              s.proven_optimal ? "optimal" : "best found",
              o.cost.profile ? "; latencies are sums of measured kernel times" : "");
-  report_measured_costs(*cost_model, o.cost, o.model.model);
+  report_measured_costs(*cost_model, o.cost, o.model.model, &in_context);
   const Plan& chosen = plan_of_kind(result, o.plan_kind);
   // Both files or neither: contents first, then one atomic step.
   std::vector<std::pair<std::string, std::string>> files;

@@ -372,11 +372,12 @@ void run(const RunOptions& options) {
             "this CPU has no VNNI (oneDNN's u8*s8 kernels would sum weight pairs in int16 "
             "and could saturate): QDQ Conv/MatMul run in fp32 after dequantization");
       }
+      InContextReport in_context;
       orchestration = std::make_unique<Orchestration>(
-          orchestrate(plan_graph, *cost_model, orchestrate_options));
+          orchestrate_with_costs(plan_graph, *cost_model, cost, orchestrate_options, &in_context));
       Orchestration& o = *orchestration;
       drop_model_weights();
-      report_measured_costs(*cost_model, cost, options.model.model);
+      report_measured_costs(*cost_model, cost, options.model.model, &in_context);
       orchestration_report = fmt::format(
           "orchestrate {:.2f} s ({} cost model; BLP {:.2f} s{})\n", o.stats.total_seconds,
           options.cost.profile ? "measured" : "analytic", o.stats.solve_seconds,

@@ -88,6 +88,14 @@ std::map<std::uint64_t, ProfileEntry> read_entries(const std::string& path, doub
         fail("{}: key '{}' needs median_us > 0 and reps >= 1", path, where);
       }
     }
+    if (value.contains("context_us")) {
+      e.context_us = number_at(value, path, where, "context_us");
+      e.context_reps = static_cast<int>(number_at(value, path, where, "context_reps"));
+      e.context_spread = number_at(value, path, where, "context_spread");
+      if (!(e.context_us > 0) || e.context_reps < 1) {
+        fail("{}: key '{}' needs context_us > 0 and context_reps >= 1", path, where);
+      }
+    }
     if (e.too_noisy(max_spread)) continue;  // stored by an older orchid: measured again
     entries.emplace(std::stoull(key, nullptr, 16), std::move(e));
   }
@@ -126,6 +134,11 @@ std::string ProfileDb::to_json() const {
           {"median_us", e.median_us}, {"p10_us", e.p10_us}, {"p90_us", e.p90_us}, {"reps", e.reps}};
     } else {
       v["error"] = e.error;
+    }
+    if (e.context_us > 0) {
+      v["context_us"] = e.context_us;
+      v["context_spread"] = e.context_spread;
+      v["context_reps"] = e.context_reps;
     }
     v["timer"] = e.timer_version;
     v["kernel"] = e.kernel;

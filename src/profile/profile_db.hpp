@@ -5,11 +5,16 @@
 // File format (version 1):
 //   {"format": "orchid-profile-db", "version": 1, "device": "cpu",
 //    "entries": {"<16 hex digits>": {"median_us": 12.5, "p10_us": 12.1, "p90_us": 13.9,
-//                                    "reps": 50, "timer": 1, "kernel": "MatMul+Add -> ..."},
+//                                    "reps": 50, "timer": 1, "kernel": "MatMul+Add -> ...",
+//                                    "context_us": 9.8, "context_spread": 1.3,
+//                                    "context_reps": 12},
 //                "<16 hex digits>": {"error": "why it could not be timed", "timer": 1,
 //                                    "kernel": "..."}}}
-// Writes are atomic (temporary file + rename) and merge entries that another process
-// saved in the meantime, so concurrent runs lose nothing but each other's duplicates.
+// "context_us" (optional) is the kernel's median time inside whole-plan runs of a model
+// (profile/in_context_costs.hpp): neighbours, caches and weights as the model leaves them,
+// which a kernel timed alone cannot see. Writes are atomic (temporary file + rename) and merge
+// entries that another process saved in the meantime, so concurrent runs lose nothing but each
+// other's duplicates.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +33,11 @@ struct ProfileEntry {
   int timer_version = 0;  // the kernel timer's methodology version it was measured with
   std::string kernel;     // human description (kernel_summary), informational
   std::string error;      // non-empty: the kernel could not be timed (why)
+  // Median time inside whole-plan runs (0: not timed so), over context_reps runs whose
+  // p90/p10 was context_spread (may exceed kMaxSpread: kept after re-timing, so marked).
+  double context_us = 0;
+  double context_spread = 0;
+  int context_reps = 0;
   bool ok() const { return error.empty(); }
   // A timing whose runs spread too wide to be reused (p90/p10 above kMaxSpread): taken
   // while something else loaded the machine. Never stored.

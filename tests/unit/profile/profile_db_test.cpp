@@ -81,6 +81,40 @@ TEST_F(ProfileDbTest, RoundTripKeepsEveryNumberExactly) {
   EXPECT_EQ(back.to_json(), db.to_json());
 }
 
+TEST_F(ProfileDbTest, InContextTimesRoundTripOnTimedAndFailedEntries) {
+  ProfileDb db(path(), "cpu");
+  ProfileEntry timed = entry(20, 10);
+  timed.context_us = 7.25;
+  timed.context_spread = 2.5;  // kept after re-timing: marked by its spread
+  timed.context_reps = 12;
+  db.put(1, timed);
+  ProfileEntry failed;
+  failed.error = "could not run alone";
+  failed.timer_version = 1;
+  failed.context_us = 3.5;
+  failed.context_spread = 1.1;
+  failed.context_reps = 5;
+  db.put(2, failed);
+  db.put(3, entry(4, 3));  // none
+  db.save();
+  const ProfileDb back = ProfileDb::open(path(), "cpu");
+  EXPECT_EQ(back.find(1)->context_us, 7.25);
+  EXPECT_EQ(back.find(1)->context_spread, 2.5);
+  EXPECT_EQ(back.find(1)->context_reps, 12);
+  EXPECT_EQ(back.find(2)->context_us, 3.5);
+  EXPECT_FALSE(back.find(2)->ok());
+  EXPECT_EQ(back.find(3)->context_us, 0);
+  EXPECT_EQ(back.to_json(), db.to_json());
+
+  write(path("bad.json"), R"({"format": "orchid-profile-db", "version": 1, "device": "cpu",
+               "entries": {"0000000000000001": {"timer": 1, "median_us": 1, "p10_us": 1,
+                                                "p90_us": 2, "reps": 3, "context_us": 0,
+                                                "context_spread": 1, "context_reps": 3}}})");
+  const std::string e = error_of(path("bad.json"));
+  EXPECT_NE(e.find("context_us > 0"), std::string::npos) << e;
+  EXPECT_NE(e.find("entries.0000000000000001"), std::string::npos) << e;
+}
+
 TEST_F(ProfileDbTest, NoisyEntriesAreNeverStoredNorRead) {
   ProfileEntry noisy = entry(10.0, 20);
   noisy.p10_us = 5.0;

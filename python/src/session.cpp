@@ -22,6 +22,7 @@
 #include "passes/load_model.hpp"
 #include "passes/widen_half_floats.hpp"
 #include "profile/cpu_environment.hpp"
+#include "profile/in_context_costs.hpp"
 #include "profile/plan_selection.hpp"
 #include "profile/plan_selection_cache.hpp"
 #include "runtime/int8_linear.hpp"
@@ -135,8 +136,9 @@ class Session {
   }
 
  private:
-  // What `orchid run --device cpu` does by default: orchestrate for the CPU cost model
-  // keeping the 3 best plans, time them and greedy fusion end to end (or reuse the
+  // What `orchid run --device cpu` does by default: orchestrate for the CPU cost model,
+  // refined by in-context kernel times, keeping the 3 best plans, time them and greedy
+  // fusion end to end (or reuse the
   // choice cached for this model and machine), and run the fastest on its warm executor.
   void choose_plan(const std::vector<std::string>& config_dirs) {
     loaded_.graph.require_static_shapes(fmt::format("'{}': the plan executor", model_));
@@ -147,9 +149,11 @@ class Session {
     options.k_best = 3;
     options.int8_linear = int8_kernels_without_saturation();
     // Kept whole: the selection's warm executor reads its primitive graph and plans.
-    orchestration_ = std::make_unique<Orchestration>(orchestrate(g, *cost_model, options));
-    const Orchestration& o = *orchestration_;
+    // Refined by timing plans whole, on the session's threads (in_context_costs.hpp).
     omp_set_num_threads(threads_);
+    const InContextCostModel refined(*cost_model, "cpu", in_context_db_path(""));
+    orchestration_ = std::make_unique<Orchestration>(orchestrate_in_context(g, refined, options));
+    const Orchestration& o = *orchestration_;
     PlanChoiceOptions co;
     co.k_best = static_cast<int>(options.k_best);
     PlanChoice choice =

@@ -80,9 +80,11 @@ void add_cost_options(CLI::App& command, CostCliOptions& options, bool calibrate
                      "profile-<device>.json or ~/.cache/orchid/...)");
   command
       .add_option("--context-rounds", options.context_rounds,
-                  "With --profile on this CPU: orchestrations that may run the optimal plan "
-                  "whole to time its kernels where they run (their in-context times become "
-                  "their costs); 0 costs kernels by their times alone")
+                  "On this CPU (with --profile, or `run`'s default plan selection): "
+                  "orchestrations that may run the optimal plan whole to time its kernels "
+                  "where they run, their in-context times becoming their costs (kept in "
+                  "context-cpu-<isa>-t<threads>.json beside the profile database); 0: costs "
+                  "from the cost model alone")
       ->default_val(options.context_rounds)
       ->check(CLI::Range(0, 20));
   if (calibrate) {
@@ -126,17 +128,20 @@ std::unique_ptr<CostModel> make_cost_model(const DeviceSpec& device,
 
 Orchestration orchestrate_with_costs(const Graph& model, const CostModel& costs,
                                      const CostCliOptions& options,
-                                     const OrchestrateOptions& orchestrate_options,
-                                     InContextReport* in_context) {
-  const auto* measured = dynamic_cast<const MeasuredCostModel*>(&costs);
-  if (!measured || options.cuda) return orchestrate(model, costs, orchestrate_options);
+                                     const OrchestrateOptions& orchestrate_options, bool in_context,
+                                     InContextReport* report) {
+  if (!in_context || options.context_rounds == 0) {
+    return orchestrate(model, costs, orchestrate_options);
+  }
+  const InContextCostModel refined(costs, "cpu", in_context_db_path(options.profile_db));
   InContextOptions o;
   o.max_rounds = options.context_rounds;
-  return orchestrate_in_context(model, *measured, orchestrate_options, o, in_context);
+  o.progress = true;
+  return orchestrate_in_context(model, refined, orchestrate_options, o, report);
 }
 
 void report_measured_costs(const CostModel& model, const CostCliOptions& options,
-                           const std::string& model_path, const InContextReport* in_context) {
+                           const std::string& model_path) {
   const auto* measured = dynamic_cast<const MeasuredCostModel*>(&model);
   if (!measured) return;
   const MeasuredCostStats& s = measured->stats();
@@ -152,7 +157,6 @@ void report_measured_costs(const CostModel& model, const CostCliOptions& options
         s.noisy, ProfileEntry::kMaxSpread, MeasuredCostOptions{}.noisy_retries);
   }
   for (const auto& e : s.fallback_examples) fmt::print("             fell back: {}\n", e);
-  if (in_context) fmt::print("in context   {}\n", describe_in_context(*in_context, s));
   const CalibrationResult& c = s.calibration;
   fmt::print(
       "rank corr.   Spearman analytic vs measured {} over {} kernels; calibrated {} "

@@ -20,7 +20,7 @@ struct CostCliOptions {
   std::string profile_db;     // --profile-db PATH ("" = default_profile_db_path)
   std::string calibrate_out;  // --calibrate-out PATH: calibrated device TOML
   bool cuda = false;          // with --profile: time kernels on the NVIDIA GPU (--device cuda)
-  int context_rounds = InContextOptions{}.max_rounds;  // --context-rounds (CPU --profile)
+  int context_rounds = InContextOptions{}.max_rounds;  // --context-rounds
 };
 // --profile, --profile-db; --calibrate-out too when `calibrate` is set.
 void add_cost_options(CLI::App& command, CostCliOptions& options, bool calibrate);
@@ -29,19 +29,18 @@ void add_cost_options(CLI::App& command, CostCliOptions& options, bool calibrate
 // a cpu device; on the present NVIDIA GPU with `cuda`; a clear error otherwise).
 std::unique_ptr<CostModel> make_cost_model(const DeviceSpec& device, const CostCliOptions& options);
 
-// orchestrate(); with costs measured on this CPU, orchestrate_in_context() with
-// --context-rounds (its report in *in_context when given).
+// orchestrate(); with `in_context` (costs for this CPU), orchestrate_in_context() over
+// `costs` with --context-rounds, its times in the in-context database beside the profile
+// database (its report in *report when given).
 Orchestration orchestrate_with_costs(const Graph& model, const CostModel& costs,
                                      const CostCliOptions& options,
-                                     const OrchestrateOptions& orchestrate_options,
-                                     InContextReport* in_context = nullptr);
+                                     const OrchestrateOptions& orchestrate_options, bool in_context,
+                                     InContextReport* report = nullptr);
 
-// Prints the measured-cost report (counts, wall time, in-context times, rank correlation
-// before and after calibration, fitted parameters) if `model` is measured; writes
-// --calibrate-out.
+// Prints the measured-cost report (counts, wall time, rank correlation before and after
+// calibration, fitted parameters) if `model` is measured; writes --calibrate-out.
 void report_measured_costs(const CostModel& model, const CostCliOptions& options,
-                           const std::string& model_path,
-                           const InContextReport* in_context = nullptr);
+                           const std::string& model_path);
 
 // --plan-kind KIND
 inline const char* const kPlanKinds[] = {"optimal", "operator-level", "per-primitive",

@@ -372,19 +372,39 @@ void run(const RunOptions& options) {
             "this CPU has no VNNI (oneDNN's u8*s8 kernels would sum weight pairs in int16 "
             "and could saturate): QDQ Conv/MatMul run in fp32 after dequantization");
       }
-      InContextReport in_context;
-      orchestration = std::make_unique<Orchestration>(
-          orchestrate_with_costs(plan_graph, *cost_model, cost, orchestrate_options, &in_context));
+      // On this CPU, the default selection and measured costs are refined by timing the
+      // plans whole (in_context_costs.hpp); an explicit analytic --plan-kind is not.
+      const bool in_context = !gpu && (options.cost.profile || select);
+      InContextReport in_context_report;
+      orchestration = std::make_unique<Orchestration>(orchestrate_with_costs(
+          plan_graph, *cost_model, cost, orchestrate_options, in_context, &in_context_report));
       Orchestration& o = *orchestration;
       drop_model_weights();
-      report_measured_costs(*cost_model, cost, options.model.model, &in_context);
-      orchestration_report = fmt::format(
-          "orchestrate {:.2f} s ({} cost model; BLP {:.2f} s{})\n", o.stats.total_seconds,
-          options.cost.profile ? "measured" : "analytic", o.stats.solve_seconds,
-          select ? fmt::format(", {} ranked plans in {:.2f} s", o.ranked.size(),
-                               o.stats.k_best_seconds)
-                 : "");
-      report["orchestrate_seconds"] = o.stats.total_seconds;
+      report_measured_costs(*cost_model, cost, options.model.model);
+      const double orchestrate_seconds =
+          in_context ? in_context_report.seconds : o.stats.total_seconds;
+      orchestration_report =
+          fmt::format("orchestrate {:.2f} s ({} cost model; BLP {:.2f} s{})\n", orchestrate_seconds,
+                      options.cost.profile ? "measured" : "analytic", o.stats.solve_seconds,
+                      select ? fmt::format(", {} ranked plans in {:.2f} s", o.ranked.size(),
+                                           o.stats.k_best_seconds)
+                             : "");
+      if (in_context) {
+        orchestration_report +=
+            fmt::format("in context  {}\n", describe_in_context(in_context_report));
+        const InContextStats& c = in_context_report.costs;
+        report["in_context"] = {{"rounds", in_context_report.rounds},
+                                {"plans_timed", in_context_report.plans_timed},
+                                {"kernels_recorded", in_context_report.kernels_recorded},
+                                {"settled", in_context_report.settled},
+                                {"kept_instead", in_context_report.kept_instead},
+                                {"seconds", in_context_report.seconds},
+                                {"kernels", c.kernels},
+                                {"kernels_in_context", c.in_context},
+                                {"scale_linear", c.scale_linear},
+                                {"scale_other", c.scale_other}};
+      }
+      report["orchestrate_seconds"] = orchestrate_seconds;
       const Plan* chosen =
           &plan_of_kind(o, options.plan_kind == "fastest" ? "optimal" : options.plan_kind);
       if (select) {

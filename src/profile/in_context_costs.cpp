@@ -1,16 +1,23 @@
 #include "profile/in_context_costs.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <cstdio>
+#include <filesystem>
 #include <map>
 #include <set>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
+#include "cost/analytic_cost_model.hpp"
 #include "cost/kernel_signature.hpp"
 #include "eval/random_inputs.hpp"
 #include "orchestrate/candidates.hpp"
+#include "profile/cpu_environment.hpp"
 #include "runtime/plan_executor.hpp"
+#include "util/error.hpp"
 #include "util/statistics.hpp"
 
 namespace orchid {
@@ -18,13 +25,27 @@ namespace orchid {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+// Kernels with both times that a scale rests on (fewer: the pooled scale, or none).
+constexpr std::size_t kMinScaleSamples = 3;
+// A plan is run again for its wide-spread kernels when they take this share of its time.
+constexpr double kWideShare = 0.1;
+
+// Kernels with a convolution or matmul: their in-context times differ from their base
+// costs in other ways (weights, oneDNN's blocking) than memory-bound kernels' do.
+bool has_linear_primitive(const KernelView& kernel) {
+  GemmShape shape;
+  for (std::size_t n : kernel.nodes) {
+    if (linear_gemm_shape(*kernel.graph, kernel.graph->nodes[n], shape)) return true;
+  }
+  return false;
+}
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 // Whether every kernel of the plan has an in-context time.
-bool verified(const Plan& plan, const PrimitiveGraphIndex& index, const MeasuredCostModel& costs) {
+bool verified(const Plan& plan, const PrimitiveGraphIndex& index, const InContextCostModel& costs) {
   return std::all_of(plan.kernels.begin(), plan.kernels.end(),
                      [&](const auto& k) { return costs.timed_in_context(index.view(k.nodes)); });
 }
@@ -33,7 +54,7 @@ bool verified(const Plan& plan, const PrimitiveGraphIndex& index, const Measured
 // (so that their predictions rest on in-context times too); those whose kernels all have
 // in-context times are left out.
 std::vector<const Plan*> plans_to_time(const Orchestration& o, const PrimitiveGraphIndex& index,
-                                       const MeasuredCostModel& costs, bool first_round) {
+                                       const InContextCostModel& costs, bool first_round) {
   std::vector<const Plan*> plans = {&o.optimal};
   if (first_round) {
     plans.push_back(&o.greedy);
@@ -57,7 +78,7 @@ struct KernelRuns {
 // spread wider than the database accepts is timed again (the whole plan, twice as long,
 // up to twice), keeping its tightest attempt.
 std::size_t time_plan(const Orchestration& o, const Plan& plan, const PrimitiveGraphIndex& index,
-                      const TensorMap& inputs, const MeasuredCostModel& costs,
+                      const TensorMap& inputs, const InContextCostModel& costs,
                       const InContextOptions& options) {
   std::vector<KernelView> views;
   std::vector<std::size_t> wanted;  // plan kernels without an in-context time
@@ -68,10 +89,10 @@ std::size_t time_plan(const Orchestration& o, const Plan& plan, const PrimitiveG
   if (wanted.empty()) return 0;
   PlanExecutor executor(o.fission.graph, plan, o.fission.alternatives);
   executor.execute(inputs);  // warm-up: page faults, oneDNN JIT
-  const double max_spread = costs.database().max_spread();
+  const double max_spread = options.max_spread;
   std::vector<KernelRuns> best(plan.kernels.size());
   double budget_s = options.seconds_per_plan;
-  for (int attempt = 0; attempt <= options.noisy_retries; ++attempt, budget_s *= 2) {
+  for (int attempt = 0; attempt <= options.wide_retries; ++attempt, budget_s *= 2) {
     std::vector<std::vector<double>> us(plan.kernels.size());
     double spent_s = 0;
     for (int run = 0; run < options.max_runs && (run < options.min_runs || spent_s < budget_s);
@@ -81,21 +102,24 @@ std::size_t time_plan(const Orchestration& o, const Plan& plan, const PrimitiveG
       spent_s += seconds_since(start);
       for (std::size_t k = 0; k < each.size(); ++k) us[k].push_back(each[k]);
     }
-    bool noisy = false;
+    // Timed again only when the wide kernels make up a tenth of the plan's time or more:
+    // tiny kernels often spread wide and hardly matter.
+    double wide_us = 0, total_us = 0;
+    for (std::size_t k = 0; k < us.size(); ++k) total_us += median(us[k]);
     for (std::size_t k : wanted) {
       std::sort(us[k].begin(), us[k].end());
       KernelRuns now{median(us[k]), percentile_of_sorted(us[k], 0.1),
                      percentile_of_sorted(us[k], 0.9), static_cast<int>(us[k].size())};
       if (attempt == 0 || now.spread() < best[k].spread()) best[k] = now;
-      noisy = noisy || !(best[k].p90 <= max_spread * best[k].p10);
+      if (!(best[k].p90 <= max_spread * best[k].p10)) wide_us += best[k].median;
     }
-    if (!noisy) break;
+    if (wide_us < kWideShare * total_us) break;
   }
   // Kernels of one signature (the same fused ops on the same shapes, twice in a model)
   // share one cost: the mean of their medians, so that the plan's sum stays right.
   std::map<std::uint64_t, std::vector<std::size_t>> by_signature;
   for (std::size_t k : wanted) {
-    by_signature[kernel_signature(views[k], costs.device().name)].push_back(k);
+    by_signature[kernel_signature(views[k], costs.device())].push_back(k);
   }
   for (const auto& [signature, ks] : by_signature) {
     KernelRuns mean;
@@ -105,7 +129,7 @@ std::size_t time_plan(const Orchestration& o, const Plan& plan, const PrimitiveG
       mean.p90 += best[k].p90 / static_cast<double>(ks.size());
       mean.reps += best[k].reps;
     }
-    costs.record_in_context(views[ks.front()], mean.median, mean.p10, mean.p90, mean.reps);
+    costs.record(views[ks.front()], mean.median, mean.p10, mean.p90, mean.reps);
   }
   return by_signature.size();
 }
@@ -115,7 +139,7 @@ std::size_t time_plan(const Orchestration& o, const Plan& plan, const PrimitiveG
 // kernels all were timed in context instead (an earlier round's optimum, greedy fusion or
 // the operator-level plan), re-costed with the final costs.
 void keep_best_verified(Orchestration& o, std::vector<Plan>& earlier_optima,
-                        const PrimitiveGraphIndex& index, const MeasuredCostModel& costs,
+                        const PrimitiveGraphIndex& index, const InContextCostModel& costs,
                         InContextReport& r) {
   const Plan* best = nullptr;
   for (Plan& p : earlier_optima) {
@@ -137,58 +161,195 @@ void keep_best_verified(Orchestration& o, std::vector<Plan>& earlier_optima,
 
 }  // namespace
 
-Orchestration orchestrate_in_context(const Graph& model, const MeasuredCostModel& costs,
+InContextCostModel::InContextCostModel(const CostModel& base, std::string device,
+                                       const std::string& db_path)
+    : base_(base),
+      device_(std::move(device)),
+      path_(db_path),
+      db_(db_path.empty() ? ProfileDb("", device_) : ProfileDb::open(db_path, device_)) {}
+
+InContextCostModel::~InContextCostModel() {
+  if (path_.empty() || !db_.dirty()) return;
+  try {
+    db_.save();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "orchid: warning: in-context times not saved: %s\n", e.what());
+  }
+}
+
+void InContextCostModel::save() const {
+  if (!path_.empty() && db_.dirty()) db_.save();
+}
+
+std::string InContextCostModel::describe() const {
+  return fmt::format("{}; kernels timed inside whole-plan runs override it ({})", base_.describe(),
+                     path_.empty() ? "kept in memory" : path_);
+}
+
+double InContextCostModel::context_us(std::uint64_t signature) const {
+  const ProfileEntry* e = db_.find(signature);
+  return e && e->timer_version == kInContextVersion ? e->context_us : 0;
+}
+
+bool InContextCostModel::timed_in_context(const KernelView& kernel) const {
+  return context_us(kernel_signature(kernel, device_)) > 0;
+}
+
+double InContextCostModel::cost(std::uint64_t signature, const KernelView& kernel) const {
+  if (const double us = context_us(signature); us > 0) return us;
+  return base_.latency_us(kernel) *
+         (has_linear_primitive(kernel) ? stats_.scale_linear : stats_.scale_other);
+}
+
+double InContextCostModel::latency_us(const KernelView& kernel) const {
+  const std::uint64_t signature = kernel_signature(kernel, device_);
+  auto it = cache_.find(signature);
+  if (it != cache_.end()) return it->second;
+  return cache_.emplace(signature, cost(signature, kernel)).first->second;
+}
+
+void InContextCostModel::prepare(const std::vector<KernelView>& kernels) const {
+  base_.prepare(kernels);
+  // Distinct kernels, first view of each (deterministic order).
+  std::vector<std::pair<std::uint64_t, const KernelView*>> distinct;
+  std::unordered_set<std::uint64_t> seen;
+  for (const auto& k : kernels) {
+    const std::uint64_t s = kernel_signature(k, device_);
+    if (seen.insert(s).second) distinct.emplace_back(s, &k);
+  }
+  // Ratios of sums, per class and pooled: weighted by time, so that the kernels that
+  // make up a plan's time set the scale, not the many tiny ones whose in-context time is
+  // mostly the executor's fixed cost per kernel.
+  double in_context_sum[2] = {0, 0}, base_sum[2] = {0, 0};
+  std::size_t count[2] = {0, 0};
+  for (const auto& [signature, view] : distinct) {
+    const double us = context_us(signature);
+    if (!(us > 0)) continue;
+    const int linear = has_linear_primitive(*view) ? 1 : 0;
+    in_context_sum[linear] += us;
+    base_sum[linear] += base_.latency_us(*view);
+    ++count[linear];
+  }
+  const std::size_t pooled = count[0] + count[1];
+  const auto scale = [&](int c) {
+    if (count[c] >= kMinScaleSamples && base_sum[c] > 0) return in_context_sum[c] / base_sum[c];
+    const double all = base_sum[0] + base_sum[1];
+    if (pooled >= kMinScaleSamples && all > 0) return (in_context_sum[0] + in_context_sum[1]) / all;
+    return 1.0;
+  };
+  stats_.scale_other = scale(0);
+  stats_.scale_linear = scale(1);
+  stats_.samples_other = count[0];
+  stats_.samples_linear = count[1];
+  stats_.kernels = distinct.size();
+  stats_.in_context = pooled;
+  cache_.clear();
+  for (const auto& [signature, view] : distinct) cache_.emplace(signature, cost(signature, *view));
+}
+
+void InContextCostModel::record(const KernelView& kernel, double median_us, double p10_us,
+                                double p90_us, int reps) const {
+  ProfileEntry e;
+  e.timer_version = kInContextVersion;
+  e.kernel = kernel_summary(kernel);
+  e.context_us = std::max(median_us, 1e-3);
+  e.context_spread = p10_us > 0 ? p90_us / p10_us : 0;
+  e.context_reps = reps;
+  if (!(p90_us <= ProfileEntry::kMaxSpread * p10_us)) ++stats_.wide_spread;
+  db_.put(kernel_signature(kernel, device_), std::move(e));
+  cache_.clear();  // the next prepare() settles every cost again (the scales too)
+}
+
+std::string in_context_db_path(const std::string& profile_db) {
+  std::string db = profile_db;
+  if (db.empty()) {
+    try {
+      db = default_profile_db_path("cpu");
+    } catch (const Error&) {
+      return "";
+    }
+  }
+  std::string isa = effective_cpu_isa();
+  for (char& c : isa) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') c = '_';
+  }
+  const std::string file = fmt::format("context-cpu-{}-t{}.json", isa, cpu_threads());
+  return (std::filesystem::path(db).parent_path() / file).string();
+}
+
+Orchestration orchestrate_in_context(const Graph& model, const InContextCostModel& costs,
                                      const OrchestrateOptions& options,
                                      const InContextOptions& in_context, InContextReport* report) {
+  const auto start = Clock::now();
   InContextReport local;
   InContextReport& r = report ? *report : local;
   r = {};
   const TensorMap inputs = make_random_inputs(model, in_context.seed);
   std::vector<Plan> earlier_optima;  // node indices stay valid: fission is deterministic
+  // The rounds need only the optimum; the k best plans are ranked once, at the end, under
+  // the final costs (the same optimum: the costs do not change in between).
+  OrchestrateOptions optimum_only = options;
+  optimum_only.k_best = 1;
   for (int round = 0;; ++round) {
-    Orchestration o = orchestrate(model, costs, options);
+    Orchestration o = orchestrate(model, costs, optimum_only);
     std::set<std::string> exported;
     for (const auto& [alt, target] : o.fission.alternatives) exported.insert(alt);
     const PrimitiveGraphIndex index(o.fission.graph, exported);
     const std::vector<const Plan*> plans = plans_to_time(o, index, costs, round == 0);
     r.settled = plans.empty() || plans.front() != &o.optimal;
-    if (r.settled) return o;
-    if (round >= in_context.max_rounds) {
-      keep_best_verified(o, earlier_optima, index, costs, r);
-      return o;
+    if (r.settled || round >= in_context.max_rounds ||
+        seconds_since(start) >= in_context.max_seconds) {
+      const auto finish = [&](Orchestration& out) {
+        if (!r.settled) keep_best_verified(out, earlier_optima, index, costs, r);
+        r.costs = costs.stats();
+        r.seconds = seconds_since(start);
+      };
+      if (options.k_best <= 1) {
+        finish(o);
+        return o;
+      }
+      // `index` (of o's graph, which stays alive) indexes `out`'s graph alike.
+      Orchestration out = orchestrate(model, costs, options);
+      finish(out);
+      return out;
     }
-    const auto start = Clock::now();
+    if (in_context.progress) {
+      std::fprintf(stderr, "in context   round %d: timing %zu plan(s) whole (%.1f s so far)\n",
+                   round + 1, plans.size(), seconds_since(start));
+    }
     for (const Plan* p : plans) {
       r.kernels_recorded += time_plan(o, *p, index, inputs, costs, in_context);
       ++r.plans_timed;
     }
-    r.seconds += seconds_since(start);
     ++r.rounds;
     earlier_optima.push_back(o.optimal);
     costs.save();
   }
 }
 
-std::string describe_in_context(const InContextReport& r, const MeasuredCostStats& s) {
+std::string describe_in_context(const InContextReport& r) {
+  const InContextStats& s = r.costs;
   if (r.rounds == 0 && s.in_context == 0) return "no kernel timed inside a whole plan";
+  std::string optimum = "all were";
+  if (!r.settled) {
+    optimum = r.kept_instead.empty()
+                  ? "were not all (round or time limit)"
+                  : fmt::format(
+                        "were not all after {} rounds (its prediction {:.1f} us rests partly on "
+                        "scaled base costs): kept {} instead, the cheapest plan whose kernels "
+                        "all were",
+                        r.rounds, r.unverified_optimum_us, r.kept_instead);
+  }
   return fmt::format(
       "{} of {} kernels costed by their time inside whole-plan runs ({} timed now: {} plan "
-      "run(s) in {} round(s), {:.2f} s); the optimal plan's kernels {}; the rest's isolated "
-      "times scaled x{:.2f} (with a convolution or matmul, from {} kernels) and x{:.2f} "
-      "(memory-bound, from {}){}",
-      s.in_context, s.kernels, r.kernels_recorded, r.plans_timed, r.rounds, r.seconds,
-      r.settled ? "all were"
-      : r.kept_instead.empty()
-          ? "were not all (round limit)"
-          : fmt::format("were not all after {} rounds (its prediction {:.1f} us rests partly on "
-                        "scaled isolated times): kept {} instead, the cheapest plan whose "
-                        "kernels all were",
-                        r.rounds, r.unverified_optimum_us, r.kept_instead),
-      s.context_scale_linear, s.context_scale_samples_linear, s.context_scale_other,
-      s.context_scale_samples_other,
-      s.noisy_in_context ? fmt::format("; {} kept with p90/p10 above {} after re-timing",
-                                       s.noisy_in_context, ProfileEntry::kMaxSpread)
-                         : "");
+      "run(s) in {} round(s); {:.2f} s with the orchestrations); the optimal plan's kernels "
+      "{}; the other kernels' costs scaled x{:.2f} (with a convolution or matmul, from {} "
+      "kernels) and x{:.2f} (memory-bound, from {}){}",
+      s.in_context, s.kernels, r.kernels_recorded, r.plans_timed, r.rounds, r.seconds, optimum,
+      s.scale_linear, s.samples_linear, s.scale_other, s.samples_other,
+      s.wide_spread ? fmt::format("; {} kept with p90/p10 above {} after re-timing", s.wide_spread,
+                                  ProfileEntry::kMaxSpread)
+                    : "");
 }
 
 }  // namespace orchid

@@ -1,42 +1,104 @@
 // Kernel costs taken inside whole-plan runs, and the orchestration that settles on them.
 //
-// A kernel timed alone (kernel_timer.hpp) finds its inputs and weights where a one-kernel
-// run leaves them, and pays the run's fixed cost; inside a model its neighbours have just
+// A kernel's cost from a device model, or from timing it alone (kernel_timer.hpp), misses
+// what its place in the model does to it: inside the model its neighbours have just
 // written its inputs, small models' weights stay cached from one inference to the next,
-// and layouts are those the whole plan chose. Alone, SqueezeNet's kernels summed to 1.7x
-// the time its plans took. So, with measured costs:
+// layouts are those the whole plan chose, and a one-kernel run's fixed cost is absent.
+// Timed alone, SqueezeNet's kernels summed to 1.7x the time its plans took. So on this
+// CPU:
 //
 //   1. orchestrate with the costs as they are;
 //   2. run the optimal plan (and, the first time, greedy fusion and the operator-level
 //      plan) whole, on random inputs, timing every kernel (PlanExecutor::execute_timed);
-//      each kernel's median becomes its cost (MeasuredCostModel::record_in_context, kept
-//      in the profile database);
+//      each kernel's median becomes its cost (InContextCostModel::record, kept in the
+//      in-context database);
 //   3. orchestrate again; stop when every kernel of the optimal plan was timed in context
 //      (its predicted time is then the sum of its kernels' in-context medians). After
-//      `max_rounds` rounds, the optimal plan becomes the cheapest plan whose kernels all
-//      were timed in context (an earlier round's optimum, or a baseline): a prediction
-//      that rests on guesses is not kept over one that was measured.
+//      `max_rounds` rounds (or `max_seconds`), the optimal plan becomes the cheapest plan
+//      whose kernels all were timed in context (an earlier round's optimum, or a
+//      baseline): a prediction that rests on guesses is not kept over a measured one.
 //
-// Kernels never timed in context keep their isolated times, scaled to the in-context
-// scale (see measured_cost_model.hpp), so the BLP compares like with like. Deterministic
-// given the database: a second run finds every time stored and times nothing.
+// Kernels never timed in context keep their base cost (the analytic model's, or the time
+// alone), scaled by how in-context times compare with the base costs over this model's
+// kernels that have both (ratio of sums, apart for kernels with a convolution or matmul
+// and for memory-bound ones), so the BLP compares like with like. Deterministic given the
+// databases: a second run finds every time stored, times nothing and gives the same plan.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 
+#include "cost/cost_model.hpp"
 #include "orchestrate/orchestrator.hpp"
-#include "profile/measured_cost_model.hpp"
+#include "profile/profile_db.hpp"
 
 namespace orchid {
 
+// Bump when the way kernels are timed in context changes so much that stored times
+// should be taken again.
+constexpr int kInContextVersion = 1;
+
+struct InContextStats {
+  std::size_t kernels = 0;     // distinct kernels of the last prepare()
+  std::size_t in_context = 0;  // of those, costed by an in-context time
+  // Factors on the other kernels' base costs (sum of in-context times over sum of base
+  // costs, over the kernels that have both; 1 without enough of them), for kernels with a
+  // linear primitive and for the others, and how many kernels each rests on.
+  double scale_linear = 1;
+  double scale_other = 1;
+  std::size_t samples_linear = 0;
+  std::size_t samples_other = 0;
+  std::size_t wide_spread = 0;  // recorded with p90/p10 above the limit (after re-timing)
+};
+
+class InContextCostModel final : public CostModel {
+ public:
+  // `base` costs what was not timed in context and must outlive this. `db_path`: the
+  // in-context database ("" keeps the times in memory only); an orchid::Error naming it
+  // when it is corrupt.
+  InContextCostModel(const CostModel& base, std::string device, const std::string& db_path);
+  ~InContextCostModel() override;  // saves times not yet saved (a warning if it cannot)
+
+  double latency_us(const KernelView& kernel) const override;
+  std::string describe() const override;
+  void prepare(const std::vector<KernelView>& kernels) const override;
+
+  // The kernel's median over `reps` whole-plan runs, with their p10/p90 (stored with the
+  // spread; the caller re-times wide ones). Costs asked for afterwards use it.
+  void record(const KernelView& kernel, double median_us, double p10_us, double p90_us,
+              int reps) const;
+  bool timed_in_context(const KernelView& kernel) const;
+  // Writes the database now (atomically); nothing without a path.
+  void save() const;
+
+  const InContextStats& stats() const { return stats_; }
+  const CostModel& base() const { return base_; }
+  const std::string& device() const { return device_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  double context_us(std::uint64_t signature) const;
+  double cost(std::uint64_t signature, const KernelView& kernel) const;
+
+  const CostModel& base_;
+  std::string device_;
+  std::string path_;
+  mutable ProfileDb db_;
+  mutable std::unordered_map<std::uint64_t, double> cache_;
+  mutable InContextStats stats_;
+};
+
 struct InContextOptions {
   int max_rounds = 8;             // orchestrations that may time plans (then one last one)
+  double max_seconds = 60;        // no new round once this much time has passed
   int min_runs = 5;               // timed runs of each plan, at least ...
   int max_runs = 30;              // ... and at most
   double seconds_per_plan = 0.3;  // stop once this much time was spent in timed runs
-  std::uint64_t seed = 0;         // random inputs (eval/random_inputs.hpp)
-  int noisy_retries = 2;          // plan runs again while a kernel's times spread too wide
+  int wide_retries = 2;           // plan runs again while a kernel's times spread too wide
+  double max_spread = ProfileEntry::kMaxSpread;  // p90/p10 counted as wide
+  std::uint64_t seed = 0;                        // random inputs (eval/random_inputs.hpp)
+  bool progress = false;                         // a line on stderr per round
 };
 
 struct InContextReport {
@@ -44,21 +106,28 @@ struct InContextReport {
   int plans_timed = 0;
   std::size_t kernels_recorded = 0;  // distinct kernels given an in-context time
   bool settled = false;              // the optimal plan's kernels all have in-context times
-  // Not settled at the round limit: which plan became `optimal` instead ("" if none
-  // qualified), and the BLP optimum's predicted time it replaced.
+  // Not settled at the limit: which plan became `optimal` instead ("" if none qualified),
+  // and the BLP optimum's predicted time it replaced.
   std::string kept_instead;
   double unverified_optimum_us = 0;
-  double seconds = 0;  // wall time of the plan runs (orchestration excluded)
+  double seconds = 0;    // wall time, orchestrations included
+  InContextStats costs;  // as the last orchestration saw them
 };
 
 // Orchestrates `model` as orchestrate() does, refining `costs` as above; returns the last
 // orchestration (its plans costed by the refined times).
-Orchestration orchestrate_in_context(const Graph& model, const MeasuredCostModel& costs,
+Orchestration orchestrate_in_context(const Graph& model, const InContextCostModel& costs,
                                      const OrchestrateOptions& options,
                                      const InContextOptions& in_context = {},
                                      InContextReport* report = nullptr);
 
-// One line for the CLI: rounds, plans, kernels, seconds, the scales on the rest.
-std::string describe_in_context(const InContextReport& report, const MeasuredCostStats& stats);
+// One line for the CLI: counts, rounds, seconds, the scales on the rest.
+std::string describe_in_context(const InContextReport& report);
+
+// The in-context database: context-cpu-<isa>-t<threads>.json (this CPU's oneDNN ISA and
+// OpenMP thread count: in-context times depend on both) in the folder of `profile_db`, or
+// of the default profile database when it is ""; "" (times kept in memory) when there is
+// no default place (neither XDG_CACHE_HOME nor HOME).
+std::string in_context_db_path(const std::string& profile_db);
 
 }  // namespace orchid

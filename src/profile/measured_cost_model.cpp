@@ -1,9 +1,7 @@
 #include "profile/measured_cost_model.hpp"
 
 #include <chrono>
-#include <cmath>
 #include <cstdio>
-#include <limits>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -20,18 +18,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr std::size_t kFallbackExamples = 5;
 constexpr double kSaveEverySeconds = 30;  // while profiling, so an interrupted run keeps most
-// Kernels timed both ways that a scale rests on (fewer: the pooled scale, or none).
-constexpr std::size_t kMinScaleSamples = 3;
-
-// Kernels with a convolution or matmul: their in-context times differ from isolated ones
-// in other ways (weights, oneDNN's blocking) than memory-bound kernels' do.
-bool has_linear_primitive(const KernelView& kernel) {
-  GemmShape shape;
-  for (std::size_t n : kernel.nodes) {
-    if (linear_gemm_shape(*kernel.graph, kernel.graph->nodes[n], shape)) return true;
-  }
-  return false;
-}
 
 }  // namespace
 
@@ -100,7 +86,6 @@ bool MeasuredCostModel::measure(std::uint64_t signature, const KernelView& kerne
   }
   stats_.profiling_seconds += std::chrono::duration<double>(Clock::now() - start).count();
   const bool ok = e.ok();
-  if (e.ok()) timed_now_.insert(signature);
   if (e.too_noisy(options_.max_stored_spread)) {
     ++stats_.noisy;
     unstored_[signature] = std::move(e);
@@ -117,95 +102,23 @@ const MeasuredCostModel::Known& MeasuredCostModel::remember(std::uint64_t signat
                                                             const ProfileEntry& entry) const {
   ++stats_.kernels;
   Known known;
-  const double scale =
-      has_linear_primitive(kernel) ? stats_.context_scale_linear : stats_.context_scale_other;
-  if (const double in_context = context_us(signature); in_context > 0) {
-    known.us = in_context;
-    known.measured = true;
-    ++stats_.in_context;
-  } else if (entry.ok()) {
-    known.us = entry.median_us * scale;
+  if (entry.ok()) {
+    known.us = entry.median_us;
     known.measured = true;
   } else {
     ++stats_.fell_back;
     if (stats_.fallback_examples.size() < kFallbackExamples) {
       stats_.fallback_examples.push_back(fmt::format("{}: {}", entry.kernel, entry.error));
     }
-    known.us = fallback_us(kernel) * scale;
+    known.us = fallback_us(kernel);
   }
   return cache_.emplace(signature, known).first->second;
 }
 
-double MeasuredCostModel::context_us(std::uint64_t signature) const {
-  const ProfileEntry* e = stored(signature);
-  if (e && e->context_us > 0) return e->context_us;
-  auto noisy = noisy_context_us_.find(signature);
-  return noisy == noisy_context_us_.end() ? 0 : noisy->second;
-}
-
-bool MeasuredCostModel::timed_in_context(const KernelView& kernel) const {
-  return context_us(kernel_signature(kernel, device_.name)) > 0;
-}
-
-void MeasuredCostModel::record_in_context(const KernelView& kernel, double median_us, double p10_us,
-                                          double p90_us, int reps) const {
-  const std::uint64_t signature = kernel_signature(kernel, device_.name);
-  const double spread = options_.max_stored_spread;
-  // Taken after re-timing (in_context_costs.cpp): stored with its spread, so that the
-  // next run reuses it (the same plan) rather than timing it again.
-  if (spread < std::numeric_limits<double>::infinity() && !(p90_us <= spread * p10_us)) {
-    ++stats_.noisy_in_context;
-  }
-  const ProfileEntry* e = db_.find(signature);
-  if (e && e->timer_version == timer_version()) {
-    ProfileEntry updated = *e;
-    updated.context_us = std::max(median_us, 1e-3);
-    updated.context_spread = p10_us > 0 ? p90_us / p10_us : 0;
-    updated.context_reps = reps;
-    db_.put(signature, std::move(updated));
-  } else {  // its isolated timing was too noisy to store: this object only
-    noisy_context_us_[signature] = std::max(median_us, 1e-3);
-  }
-  // Every cost may change (the scales too): the next prepare() settles them again.
-  cache_.clear();
-  stats_.kernels = stats_.reused = stats_.fell_back = stats_.in_context = 0;
-  stats_.fallback_examples.clear();
-}
-
-void MeasuredCostModel::fit_context_scales(const std::vector<std::uint64_t>& signatures,
-                                           const std::vector<const KernelView*>& views) const {
-  // Ratios of sums (in-context over isolated), per class and pooled: weighted by time, so
-  // that the kernels that make up a plan's time set the scale, not the many tiny ones
-  // whose in-context time is mostly the executor's fixed cost per kernel.
-  double in_context_sum[2] = {0, 0};
-  double isolated_sum[2] = {0, 0};
-  std::size_t count[2] = {0, 0};
-  for (std::size_t i = 0; i < signatures.size(); ++i) {
-    const ProfileEntry* e = stored(signatures[i]);
-    const double in_context = context_us(signatures[i]);
-    if (!e || !e->ok() || !(in_context > 0)) continue;
-    const int linear = has_linear_primitive(*views[i]) ? 1 : 0;
-    in_context_sum[linear] += in_context;
-    isolated_sum[linear] += e->median_us;
-    ++count[linear];
-  }
-  const std::size_t pooled = count[0] + count[1];
-  const auto scale = [&](int c) {
-    if (count[c] >= kMinScaleSamples) return in_context_sum[c] / isolated_sum[c];
-    if (pooled >= kMinScaleSamples) {
-      return (in_context_sum[0] + in_context_sum[1]) / (isolated_sum[0] + isolated_sum[1]);
-    }
-    return 1.0;
-  };
-  stats_.context_scale_other = scale(0);
-  stats_.context_scale_linear = scale(1);
-  stats_.context_scale_samples_other = count[0];
-  stats_.context_scale_samples_linear = count[1];
-}
-
 const ProfileEntry* MeasuredCostModel::stored(std::uint64_t signature) const {
   const ProfileEntry* e = db_.find(signature);
-  if (e && e->timer_version == timer_version()) return e;
+  // (An in-context entry, in a database given as both, is no timing alone.)
+  if (e && e->timer_version == timer_version() && (!e->ok() || e->timed_alone())) return e;
   auto noisy = unstored_.find(signature);
   return noisy == unstored_.end() ? nullptr : &noisy->second;
 }
@@ -216,7 +129,7 @@ const MeasuredCostModel::Known& MeasuredCostModel::resolve(std::uint64_t signatu
   if (it != cache_.end()) return it->second;
   const ProfileEntry* e = stored(signature);
   if (e) {
-    if (e->ok() && !timed_now_.count(signature)) ++stats_.reused;
+    if (e->ok()) ++stats_.reused;
   } else {
     measure(signature, kernel);
     e = stored(signature);
@@ -241,6 +154,7 @@ void MeasuredCostModel::prepare(const std::vector<KernelView>& kernels) const {
     }
   }
   std::vector<std::size_t> to_time;
+  std::unordered_set<std::uint64_t> just_timed;
   for (std::size_t i = 0; i < signatures.size(); ++i) {
     if (cache_.count(signatures[i])) continue;
     if (!stored(signatures[i])) to_time.push_back(i);
@@ -252,6 +166,7 @@ void MeasuredCostModel::prepare(const std::vector<KernelView>& kernels) const {
     for (std::size_t n = 0; n < to_time.size(); ++n) {
       const std::size_t i = to_time[n];
       measure(signatures[i], *first[i]);
+      just_timed.insert(signatures[i]);
       progress.update(n + 1);
       if (std::chrono::duration<double>(Clock::now() - last_save).count() > kSaveEverySeconds) {
         db_.save();
@@ -278,13 +193,11 @@ void MeasuredCostModel::prepare(const std::vector<KernelView>& kernels) const {
     fallback_device_ = stats_.calibration.device;
   }
 
-  fit_context_scales(signatures, first);
-
-  // Fill the cache (and the counts) now that the fallback and the scales are settled.
+  // Fill the cache (and the counts) now that the fallback is settled.
   for (std::size_t i = 0; i < signatures.size(); ++i) {
     if (cache_.count(signatures[i])) continue;
     const ProfileEntry* e = stored(signatures[i]);
-    if (e->ok() && !timed_now_.count(signatures[i])) ++stats_.reused;
+    if (e->ok() && !just_timed.count(signatures[i])) ++stats_.reused;
     remember(signatures[i], *first[i], *e);
   }
 }

@@ -79,7 +79,7 @@ std::map<std::uint64_t, ProfileEntry> read_entries(const std::string& path, doub
         fail("{}: key '{}.error' must be a non-empty string", path, where);
       }
       e.error = value["error"].get<std::string>();
-    } else {
+    } else if (value.contains("median_us") || !value.contains("context_us")) {
       e.median_us = number_at(value, path, where, "median_us");
       e.p10_us = number_at(value, path, where, "p10_us");
       e.p90_us = number_at(value, path, where, "p90_us");
@@ -129,11 +129,11 @@ std::string ProfileDb::to_json() const {
   json entries = json::object();
   for (const auto& [sig, e] : entries_) {
     json v;
-    if (e.ok()) {
+    if (!e.ok()) {
+      v["error"] = e.error;
+    } else if (e.timed_alone()) {
       v = {
           {"median_us", e.median_us}, {"p10_us", e.p10_us}, {"p90_us", e.p90_us}, {"reps", e.reps}};
-    } else {
-      v["error"] = e.error;
     }
     if (e.context_us > 0) {
       v["context_us"] = e.context_us;

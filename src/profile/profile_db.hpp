@@ -10,9 +10,11 @@
 //                                    "context_reps": 12},
 //                "<16 hex digits>": {"error": "why it could not be timed", "timer": 1,
 //                                    "kernel": "..."}}}
-// "context_us" (optional) is the kernel's median time inside whole-plan runs of a model
+// "context_us" is the kernel's median time inside whole-plan runs of a model
 // (profile/in_context_costs.hpp): neighbours, caches and weights as the model leaves them,
-// which a kernel timed alone cannot see. Writes are atomic (temporary file + rename) and merge
+// which a kernel timed alone cannot see. The in-context database is a file of its own
+// whose entries hold only those fields ("context_us", "context_spread", "context_reps",
+// "timer", "kernel"). Writes are atomic (temporary file + rename) and merge
 // entries that another process saved in the meantime, so concurrent runs lose nothing but each
 // other's duplicates.
 #pragma once
@@ -39,11 +41,13 @@ struct ProfileEntry {
   double context_spread = 0;
   int context_reps = 0;
   bool ok() const { return error.empty(); }
+  // Timed alone (kernel_timer.hpp): median/p10/p90 hold; an in-context entry has none.
+  bool timed_alone() const { return ok() && reps > 0; }
   // A timing whose runs spread too wide to be reused (p90/p10 above kMaxSpread): taken
   // while something else loaded the machine. Never stored.
   static constexpr double kMaxSpread = 2.0;
   bool too_noisy(double max_spread = kMaxSpread) const {
-    return ok() && max_spread < std::numeric_limits<double>::infinity() &&
+    return timed_alone() && max_spread < std::numeric_limits<double>::infinity() &&
            !(p90_us <= max_spread * p10_us);
   }
 };

@@ -338,6 +338,13 @@ TEST(ProfileCli, OrchestrateProfileWritesThePlanKindAndCalibrationThatRunExecute
   EXPECT_NE(r.out.find("timed"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Spearman"), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("profiling"), std::string::npos) << r.err;  // progress lines
+  // Refined by timing plans whole: the in-context database lies beside the profile one.
+  EXPECT_NE(r.out.find("in context"), std::string::npos) << r.out;
+  bool context_db = false;
+  for (const auto& f : fs::directory_iterator(dir)) {
+    context_db = context_db || f.path().filename().string().rfind("context-cpu-", 0) == 0;
+  }
+  EXPECT_TRUE(context_db);
   std::ifstream in(plan);
   const nlohmann::json j = nlohmann::json::parse(in);
   EXPECT_EQ(j.at("kind"), "greedy-fusion");

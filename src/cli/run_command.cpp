@@ -403,6 +403,9 @@ void run(const RunOptions& options) {
                                 {"kernels_in_context", c.in_context},
                                 {"scale_linear", c.scale_linear},
                                 {"scale_other", c.scale_other}};
+        if (!in_context_report.error.empty()) {
+          report["in_context"]["error"] = in_context_report.error;
+        }
       }
       report["orchestrate_seconds"] = orchestrate_seconds;
       const Plan* chosen =

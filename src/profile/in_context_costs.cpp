@@ -74,9 +74,10 @@ struct KernelRuns {
 };
 
 // Runs `plan` whole until the options' budget, then records the median of each kernel
-// that has no in-context time yet; returns how many it recorded. A kernel whose runs
-// spread wider than the database accepts is timed again (the whole plan, twice as long,
-// up to twice), keeping its tightest attempt.
+// that has no in-context time yet; returns how many it recorded. While kernels whose runs
+// spread wider than options.max_spread take a tenth of the plan's time or more, the plan
+// runs again (twice as long, up to options.wide_retries times); each kernel keeps its
+// tightest attempt.
 std::size_t time_plan(const Orchestration& o, const Plan& plan, const PrimitiveGraphIndex& index,
                       const TensorMap& inputs, const InContextCostModel& costs,
                       const InContextOptions& options) {
@@ -135,7 +136,7 @@ std::size_t time_plan(const Orchestration& o, const Plan& plan, const PrimitiveG
 }
 
 // The round limit came before the optimum's kernels were all timed: its predicted time
-// rests partly on scaled isolated times. Keep, as the optimal plan, the cheapest plan whose
+// rests partly on scaled base costs. Keep, as the optimal plan, the cheapest plan whose
 // kernels all were timed in context instead (an earlier round's optimum, greedy fusion or
 // the operator-level plan), re-costed with the final costs.
 void keep_best_verified(Orchestration& o, std::vector<Plan>& earlier_optima,
@@ -317,9 +318,18 @@ Orchestration orchestrate_in_context(const Graph& model, const InContextCostMode
       std::fprintf(stderr, "in context   round %d: timing %zu plan(s) whole (%.1f s so far)\n",
                    round + 1, plans.size(), seconds_since(start));
     }
-    for (const Plan* p : plans) {
-      r.kernels_recorded += time_plan(o, *p, index, inputs, costs, in_context);
-      ++r.plans_timed;
+    try {
+      for (const Plan* p : plans) {
+        r.kernels_recorded += time_plan(o, *p, index, inputs, costs, in_context);
+        ++r.plans_timed;
+      }
+    } catch (const std::exception& e) {
+      // The plans stay costed as they are (what was recorded before counts): timing
+      // them whole is a refinement, not a condition for a plan.
+      r.error = e.what();
+      r.costs = costs.stats();
+      r.seconds = seconds_since(start);
+      return o;
     }
     ++r.rounds;
     earlier_optima.push_back(o.optimal);
@@ -329,6 +339,12 @@ Orchestration orchestrate_in_context(const Graph& model, const InContextCostMode
 
 std::string describe_in_context(const InContextReport& r) {
   const InContextStats& s = r.costs;
+  if (!r.error.empty()) {
+    return fmt::format(
+        "stopped: a plan could not be run whole ({}); {} of {} kernels had "
+        "in-context times",
+        r.error, s.in_context, s.kernels);
+  }
   if (r.rounds == 0 && s.in_context == 0) return "no kernel timed inside a whole plan";
   std::string optimum = "all were";
   if (!r.settled) {

@@ -110,6 +110,7 @@ struct InContextReport {
   // and the BLP optimum's predicted time it replaced.
   std::string kept_instead;
   double unverified_optimum_us = 0;
+  std::string error;     // a plan could not be run whole (why): the rounds stopped there
   double seconds = 0;    // wall time, orchestrations included
   InContextStats costs;  // as the last orchestration saw them
 };

@@ -397,7 +397,7 @@ void run(const RunOptions& options) {
                                 {"plans_timed", in_context_report.plans_timed},
                                 {"kernels_recorded", in_context_report.kernels_recorded},
                                 {"settled", in_context_report.settled},
-                                {"kept_instead", in_context_report.kept_instead},
+                                {"timed_only", in_context_report.timed_only},
                                 {"seconds", in_context_report.seconds},
                                 {"kernels", c.kernels},
                                 {"kernels_in_context", c.in_context},

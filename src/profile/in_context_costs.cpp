@@ -18,6 +18,7 @@
 #include "profile/cpu_environment.hpp"
 #include "runtime/plan_executor.hpp"
 #include "util/error.hpp"
+#include "util/random.hpp"
 #include "util/statistics.hpp"
 
 namespace orchid {
@@ -29,6 +30,11 @@ using Clock = std::chrono::steady_clock;
 constexpr std::size_t kMinScaleSamples = 3;
 // A plan is run again for its wide-spread kernels when they take this share of its time.
 constexpr double kWideShare = 0.1;
+// Added to the cost of a kernel not timed in context while prefer_timed_kernels is on: more
+// than any plan takes, so the BLP uses such a kernel only where nothing else covers.
+constexpr double kUntimedPenaltyUs = 1e6;
+// The database entry (keyed by plan_key) of an optimum the round limit left unverified.
+constexpr const char* kGivenUp = "optimum left with kernels not timed in context (round limit)";
 
 // Kernels with a convolution or matmul: their in-context times differ from their base
 // costs in other ways (weights, oneDNN's blocking) than memory-bound kernels' do.
@@ -135,29 +141,14 @@ std::size_t time_plan(const Orchestration& o, const Plan& plan, const PrimitiveG
   return by_signature.size();
 }
 
-// The round limit came before the optimum's kernels were all timed: its predicted time
-// rests partly on scaled base costs. Keep, as the optimal plan, the cheapest plan whose
-// kernels all were timed in context instead (an earlier round's optimum, greedy fusion or
-// the operator-level plan), re-costed with the final costs.
-void keep_best_verified(Orchestration& o, std::vector<Plan>& earlier_optima,
-                        const PrimitiveGraphIndex& index, const InContextCostModel& costs,
-                        InContextReport& r) {
-  const Plan* best = nullptr;
-  for (Plan& p : earlier_optima) {
-    if (!verified(p, index, costs)) continue;
-    p.total_us = 0;
-    for (auto& k : p.kernels) p.total_us += k.cost_us = costs.latency_us(index.view(k.nodes));
-    if (!best || p.total_us < best->total_us) best = &p;
+// What identifies a plan's kernel set: its kernels' signatures, combined in plan order.
+std::uint64_t plan_key(const Plan& plan, const PrimitiveGraphIndex& index,
+                       const std::string& device) {
+  std::string text = "in-context unsettled optimum";
+  for (const auto& k : plan.kernels) {
+    text += fmt::format(" {:016x}", kernel_signature(index.view(k.nodes), device));
   }
-  for (const Plan* p : {&o.greedy, &o.operator_level, &o.per_primitive}) {
-    if (verified(*p, index, costs) && (!best || p->total_us < best->total_us)) best = p;
-  }
-  if (!best) return;
-  r.kept_instead = best->kind == "optimal" ? "an earlier round's optimum" : best->kind;
-  r.unverified_optimum_us = o.optimal.total_us;
-  Plan kept = *best;
-  kept.kind = "optimal";
-  o.optimal = std::move(kept);
+  return fnv1a64(text);
 }
 
 }  // namespace
@@ -198,8 +189,28 @@ bool InContextCostModel::timed_in_context(const KernelView& kernel) const {
 
 double InContextCostModel::cost(std::uint64_t signature, const KernelView& kernel) const {
   if (const double us = context_us(signature); us > 0) return us;
-  return base_.latency_us(kernel) *
-         (has_linear_primitive(kernel) ? stats_.scale_linear : stats_.scale_other);
+  const double scaled = base_.latency_us(kernel) *
+                        (has_linear_primitive(kernel) ? stats_.scale_linear : stats_.scale_other);
+  return timed_only_ ? scaled + kUntimedPenaltyUs : scaled;
+}
+
+void InContextCostModel::prefer_timed_kernels(bool on) const {
+  timed_only_ = on;
+  cache_.clear();
+}
+
+bool InContextCostModel::given_up(std::uint64_t plan_key) const {
+  const ProfileEntry* e = db_.find(plan_key);
+  return e && e->timer_version == kInContextVersion && e->kernel == kGivenUp;
+}
+
+void InContextCostModel::give_up(std::uint64_t plan_key, double predicted_us, int rounds) const {
+  ProfileEntry e;
+  e.timer_version = kInContextVersion;
+  e.kernel = kGivenUp;
+  e.context_us = std::max(predicted_us, 1e-3);
+  e.context_reps = std::max(rounds, 1);
+  db_.put(plan_key, std::move(e));
 }
 
 double InContextCostModel::latency_us(const KernelView& kernel) const {
@@ -285,8 +296,12 @@ Orchestration orchestrate_in_context(const Graph& model, const InContextCostMode
   InContextReport local;
   InContextReport& r = report ? *report : local;
   r = {};
+  const auto finish = [&](Orchestration o) {
+    r.costs = costs.stats();
+    r.seconds = seconds_since(start);
+    return o;
+  };
   const TensorMap inputs = make_random_inputs(model, in_context.seed);
-  std::vector<Plan> earlier_optima;  // node indices stay valid: fission is deterministic
   // The rounds need only the optimum; the k best plans are ranked once, at the end, under
   // the final costs (the same optimum: the costs do not change in between).
   OrchestrateOptions optimum_only = options;
@@ -298,21 +313,26 @@ Orchestration orchestrate_in_context(const Graph& model, const InContextCostMode
     const PrimitiveGraphIndex index(o.fission.graph, exported);
     const std::vector<const Plan*> plans = plans_to_time(o, index, costs, round == 0);
     r.settled = plans.empty() || plans.front() != &o.optimal;
-    if (r.settled || round >= in_context.max_rounds ||
-        seconds_since(start) >= in_context.max_seconds) {
-      const auto finish = [&](Orchestration& out) {
-        if (!r.settled) keep_best_verified(out, earlier_optima, index, costs, r);
-        r.costs = costs.stats();
-        r.seconds = seconds_since(start);
-      };
-      if (options.k_best <= 1) {
-        finish(o);
-        return o;
-      }
-      // `index` (of o's graph, which stays alive) indexes `out`'s graph alike.
-      Orchestration out = orchestrate(model, costs, options);
-      finish(out);
-      return out;
+    if (r.settled)
+      return finish(options.k_best <= 1 ? std::move(o) : orchestrate(model, costs, options));
+    // The limits, or an earlier run that stopped at this very optimum (so that the same
+    // databases give the same plan): orchestrate over the kernels timed in context.
+    const std::uint64_t key = plan_key(o.optimal, index, costs.device());
+    const bool limit =
+        round >= in_context.max_rounds || seconds_since(start) >= in_context.max_seconds;
+    if (limit || costs.given_up(key)) {
+      r.stopped_earlier = costs.given_up(key);
+      if (!r.stopped_earlier) costs.give_up(key, o.optimal.total_us, r.rounds);
+      r.unverified_optimum_us = o.optimal.total_us;
+      costs.prefer_timed_kernels(true);
+      Orchestration timed = orchestrate(model, costs, options);
+      costs.prefer_timed_kernels(false);
+      costs.save();
+      if (!verified(timed.optimal, index, costs)) return finish(std::move(o));
+      r.timed_only = true;
+      // Ranked plans that had to use untimed kernels carry the penalty: not candidates.
+      std::erase_if(timed.ranked, [](const Plan& p) { return p.total_us >= kUntimedPenaltyUs; });
+      return finish(std::move(timed));
     }
     if (in_context.progress) {
       std::fprintf(stderr, "in context   round %d: timing %zu plan(s) whole (%.1f s so far)\n",
@@ -327,12 +347,9 @@ Orchestration orchestrate_in_context(const Graph& model, const InContextCostMode
       // The plans stay costed as they are (what was recorded before counts): timing
       // them whole is a refinement, not a condition for a plan.
       r.error = e.what();
-      r.costs = costs.stats();
-      r.seconds = seconds_since(start);
-      return o;
+      return finish(std::move(o));
     }
     ++r.rounds;
-    earlier_optima.push_back(o.optimal);
     costs.save();
   }
 }
@@ -347,14 +364,16 @@ std::string describe_in_context(const InContextReport& r) {
   }
   if (r.rounds == 0 && s.in_context == 0) return "no kernel timed inside a whole plan";
   std::string optimum = "all were";
-  if (!r.settled) {
-    optimum = r.kept_instead.empty()
-                  ? "were not all (round or time limit)"
-                  : fmt::format(
-                        "were not all after {} rounds (its prediction {:.1f} us rests partly on "
-                        "scaled base costs): kept {} instead, the cheapest plan whose kernels "
-                        "all were",
-                        r.rounds, r.unverified_optimum_us, r.kept_instead);
+  if (r.timed_only) {
+    optimum = fmt::format(
+        "were not all {} (that optimum, predicted {:.1f} us, rests partly on scaled base "
+        "costs): orchestrated again over the kernels timed in context, whose optimum is the "
+        "plan",
+        r.stopped_earlier ? std::string("where an earlier run stopped refining")
+                          : fmt::format("after {} round(s)", r.rounds),
+        r.unverified_optimum_us);
+  } else if (!r.settled) {
+    optimum = "were not all (round or time limit)";
   }
   return fmt::format(
       "{} of {} kernels costed by their time inside whole-plan runs ({} timed now: {} plan "

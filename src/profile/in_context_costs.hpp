@@ -14,9 +14,10 @@
 //      in-context database);
 //   3. orchestrate again; stop when every kernel of the optimal plan was timed in context
 //      (its predicted time is then the sum of its kernels' in-context medians). After
-//      `max_rounds` rounds (or `max_seconds`), the optimal plan becomes the cheapest plan
-//      whose kernels all were timed in context (an earlier round's optimum, or a
-//      baseline): a prediction that rests on guesses is not kept over a measured one.
+//      `max_rounds` rounds (or `max_seconds`), orchestrate once more over the kernels timed
+//      in context (the others priced out): a prediction that rests on guesses is not kept
+//      over a measured one. That stop is recorded, so a later run with the same databases
+//      stops at the same optimum and gives the same plan.
 //
 // Kernels never timed in context keep their base cost (the analytic model's, or the time
 // alone), scaled by how in-context times compare with the base costs over this model's
@@ -71,6 +72,13 @@ class InContextCostModel final : public CostModel {
   bool timed_in_context(const KernelView& kernel) const;
   // Writes the database now (atomically); nothing without a path.
   void save() const;
+  // While on, a kernel without an in-context time costs a penalty above any plan's time,
+  // so the BLP covers the model with timed kernels wherever it can.
+  void prefer_timed_kernels(bool on) const;
+  // Whether an earlier run stopped refining at the optimum with this key (round limit),
+  // and recording that it did (kept in the database, so later runs stop there too).
+  bool given_up(std::uint64_t plan_key) const;
+  void give_up(std::uint64_t plan_key, double predicted_us, int rounds) const;
 
   const InContextStats& stats() const { return stats_; }
   const CostModel& base() const { return base_; }
@@ -87,6 +95,7 @@ class InContextCostModel final : public CostModel {
   mutable ProfileDb db_;
   mutable std::unordered_map<std::uint64_t, double> cache_;
   mutable InContextStats stats_;
+  mutable bool timed_only_ = false;
 };
 
 struct InContextOptions {
@@ -106,9 +115,11 @@ struct InContextReport {
   int plans_timed = 0;
   std::size_t kernels_recorded = 0;  // distinct kernels given an in-context time
   bool settled = false;              // the optimal plan's kernels all have in-context times
-  // Not settled at the limit: which plan became `optimal` instead ("" if none qualified),
-  // and the BLP optimum's predicted time it replaced.
-  std::string kept_instead;
+  // Not settled at the limit (or at an optimum an earlier run stopped at): the plans
+  // are those of an orchestration over the kernels timed in context (prefer_timed_kernels),
+  // and the unverified optimum's predicted time they replaced.
+  bool timed_only = false;
+  bool stopped_earlier = false;  // an earlier run stopped at this optimum (recorded)
   double unverified_optimum_us = 0;
   std::string error;     // a plan could not be run whole (why): the rounds stopped there
   double seconds = 0;    // wall time, orchestrations included

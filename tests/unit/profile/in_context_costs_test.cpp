@@ -164,6 +164,39 @@ TEST_P(InContextModels, SettlesOnPlanCostedByItsInContextTimesAndReproducesIt) {
 INSTANTIATE_TEST_SUITE_P(InContextTinyModels, InContextModels,
                          ::testing::Values("tiny_mlp", "tiny_conv", "tiny_attention"));
 
+TEST(InContextCosts, AtTheRoundLimitThePlanUsesTimedKernelsAndLaterRunsStopThere) {
+  const test::TempDir dir("in_context_limit");
+  const std::string db = (dir.path() / "context.json").string();
+  const LoadedModel loaded = load_model(model_path("tiny_attention"));
+  const auto base = make_analytic_cost_model(load_device_spec("cpu", test::source_configs()));
+  InContextOptions one = quick_in_context();
+  one.max_rounds = 1;
+  std::vector<std::vector<std::size_t>> first;
+  {
+    const InContextCostModel costs(*base, "cpu", db);
+    InContextReport r;
+    const Orchestration o = orchestrate_in_context(loaded.graph, costs, {}, one, &r);
+    EXPECT_EQ(r.rounds, 1);
+    const auto index = index_of(o);
+    // Settled in one round, or the plan of the kernels timed in context: either way every
+    // kernel of the optimal plan was timed whole.
+    for (const auto& k : o.optimal.kernels) {
+      EXPECT_TRUE(costs.timed_in_context(index->view(k.nodes)));
+    }
+    if (!r.settled) {
+      EXPECT_TRUE(r.timed_only);
+      EXPECT_GT(r.unverified_optimum_us, 0);
+      EXPECT_NE(describe_in_context(r).find("timed in context"), std::string::npos);
+    }
+    first = kernels_of(o.optimal);
+  }
+  const InContextCostModel again(*base, "cpu", db);
+  InContextReport r;
+  const Orchestration o = orchestrate_in_context(loaded.graph, again, {}, one, &r);
+  EXPECT_EQ(r.plans_timed, 0);  // stops where the first run stopped
+  EXPECT_EQ(kernels_of(o.optimal), first);
+}
+
 TEST(InContextCosts, NoRoundsIsPlainOrchestration) {
   const LoadedModel loaded = load_model(model_path("tiny_conv"));
   const auto base = make_analytic_cost_model(load_device_spec("cpu", test::source_configs()));

@@ -5,18 +5,15 @@
 // File format (version 1):
 //   {"format": "orchid-profile-db", "version": 1, "device": "cpu",
 //    "entries": {"<16 hex digits>": {"median_us": 12.5, "p10_us": 12.1, "p90_us": 13.9,
-//                                    "reps": 50, "timer": 1, "kernel": "MatMul+Add -> ...",
-//                                    "context_us": 9.8, "context_spread": 1.3,
-//                                    "context_reps": 12},
+//                                    "reps": 50, "timer": 1, "kernel": "MatMul+Add -> ..."},
 //                "<16 hex digits>": {"error": "why it could not be timed", "timer": 1,
 //                                    "kernel": "..."}}}
-// "context_us" is the kernel's median time inside whole-plan runs of a model
-// (profile/in_context_costs.hpp): neighbours, caches and weights as the model leaves them,
-// which a kernel timed alone cannot see. The in-context database is a file of its own
-// whose entries hold only those fields ("context_us", "context_spread", "context_reps",
-// "timer", "kernel"). Writes are atomic (temporary file + rename) and merge
-// entries that another process saved in the meantime, so concurrent runs lose nothing but each
-// other's duplicates.
+// The in-context database (profile/in_context_costs.hpp) is a file of the same format
+// whose entries hold a kernel's median time inside whole-plan runs of a model instead:
+//                "<16 hex digits>": {"context_us": 9.8, "context_spread": 1.3,
+//                                    "context_reps": 12, "timer": 1, "kernel": "..."}
+// Writes are atomic (temporary file + rename) and merge entries that another process
+// saved in the meantime, so concurrent runs lose nothing but each other's duplicates.
 #pragma once
 
 #include <cstdint>

@@ -4,10 +4,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <string>
 #include <thread>
 
 #include <omp.h>
@@ -72,52 +75,67 @@ int cpu_threads() {
 
 namespace {
 
-// Tasks runnable right now, this one included (/proc/loadavg's fourth field, "r/total");
-// -1 when unreadable.
-int runnable_tasks() {
-  std::ifstream in("/proc/loadavg");
-  double a = 0, b = 0, c = 0;
-  int running = -1;
-  char slash = 0;
-  in >> a >> b >> c >> running >> slash;
-  return in && slash == '/' ? running : -1;
+// CPU time (clock ticks) spent on the cores of this process's affinity mask, idle, iowait
+// and steal excluded (/proc/stat's per-core lines); -1 when unreadable.
+double busy_ticks_on_own_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return -1;
+  std::ifstream in("/proc/stat");
+  std::string line;
+  double busy = 0;
+  bool any = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("cpu", 0) != 0 || line.size() < 4 || !std::isdigit(line[3])) continue;
+    std::istringstream fields(line.substr(3));
+    int cpu = -1;
+    double user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0;
+    fields >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq;
+    if (!fields || cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &set)) continue;
+    busy += user + nice + system + irq + softirq;
+    any = true;
+  }
+  return any ? busy : -1;
 }
 
-// This process's threads that are runnable (state R in /proc/self/task/*/stat): static
-// initialisers may have started some before main().
-int own_runnable_threads() {
-  int n = 0;
-  std::error_code ec;
-  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
-    std::ifstream in(task.path() / "stat");
-    std::string line;
-    std::getline(in, line);
-    const auto close = line.rfind(')');
-    if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'R') ++n;
+// This process's CPU time in clock ticks (/proc/self/stat: utime + stime); -1 when
+// unreadable.
+double own_ticks() {
+  std::ifstream in("/proc/self/stat");
+  std::string line;
+  std::getline(in, line);
+  const auto close = line.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream fields(line.substr(close + 2));
+  std::string field;
+  double utime = -1, stime = -1;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {  // fields 14 and 15 (1-based)
+    if (i == 14) utime = std::atof(field.c_str());
+    if (i == 15) stime = std::atof(field.c_str());
   }
-  return n;
+  return utime < 0 || stime < 0 ? -1 : utime + stime;
 }
 
 constexpr const char* kSpinCount = "1000";
 constexpr double kQuietBusyCores = 0.25;
+constexpr int kLookMs = 50;
 
 }  // namespace
 
 double busy_cores_elsewhere(int milliseconds) {
-  // Sampled every 2 ms: a process spinning on a core is always runnable, a short burst
-  // rarely. CPU-time counters (/proc/stat) tick every 10 ms, too coarse for a short look.
-  const int samples = std::max(1, milliseconds / 2);
-  double others = 0;
-  for (int i = 0; i < samples; ++i) {
-    const int running = runnable_tasks();
-    if (running < 0) return -1;
-    others += std::max(0, running - std::max(1, own_runnable_threads()));
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  // Cores outside this process's mask may run others without taking any of its own.
-  const long online = sysconf(_SC_NPROCESSORS_ONLN);
-  const double elsewhere = online > 0 ? static_cast<double>(online - available_cores()) : 0.0;
-  return std::max(0.0, others / samples - std::max(0.0, elsewhere));
+  // CPU time others spent on this process's cores, not how many tasks were runnable:
+  // a VM's kernel threads (kdamond, say) often show as runnable while using nothing,
+  // which made a quiet machine look busy and the threads sleep at once (MobileNetV2
+  // 2.9 -> 6-7 ms, two threads no faster than one).
+  const auto start = std::chrono::steady_clock::now();
+  const double busy0 = busy_ticks_on_own_cores(), own0 = own_ticks();
+  std::this_thread::sleep_for(std::chrono::milliseconds(std::max(1, milliseconds)));
+  const double busy1 = busy_ticks_on_own_cores(), own1 = own_ticks();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const long hz = sysconf(_SC_CLK_TCK);
+  if (busy0 < 0 || busy1 < 0 || own0 < 0 || own1 < 0 || hz <= 0 || seconds <= 0) return -1;
+  return std::max(0.0, ((busy1 - busy0) - (own1 - own0)) / (seconds * static_cast<double>(hz)));
 }
 
 std::vector<std::pair<std::string, std::string>> wanted_openmp_environment() {
@@ -125,23 +143,27 @@ std::vector<std::pair<std::string, std::string>> wanted_openmp_environment() {
        {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME", "ORCHID_OMP_POLICY_SET"}) {
     if (std::getenv(chosen)) return {};
   }
-  // Up to three looks of 20 ms: processes starting beside this one (the other end of a
-  // shell pipeline) are busy for a few tens of milliseconds, load that matters for longer.
-  double busy = busy_cores_elsewhere(20);
+  // Up to three looks of 50 ms (clock ticks are 10 ms): processes starting beside this
+  // one (the other end of a shell pipeline) are busy for a few tens of milliseconds, load
+  // that matters for longer.
+  double busy = busy_cores_elsewhere(kLookMs);
   for (int look = 1; look < 3 && busy >= kQuietBusyCores; ++look) {
-    busy = std::min(busy, busy_cores_elsewhere(20));
+    busy = std::min(busy, busy_cores_elsewhere(kLookMs));
   }
   if (busy >= 0 && busy < kQuietBusyCores) {
     return {{"GOMP_SPINCOUNT", kSpinCount},
             {"ORCHID_OMP_POLICY_SET",
-             fmt::format("spin {} then sleep ({:.2f} other processes runnable at start)",
+             fmt::format("spin {} then sleep ({:.2f} of its cores busy with other processes "
+                         "at start)",
                          kSpinCount, busy)}};
   }
   return {{"OMP_WAIT_POLICY", "PASSIVE"},
           {"KMP_BLOCKTIME", "0"},  // the same for LLVM/Intel OpenMP, should it be linked
           {"ORCHID_OMP_POLICY_SET",
            busy < 0 ? std::string("passive (/proc/stat unreadable)")
-                    : fmt::format("passive ({:.2f} other processes runnable at start)", busy)}};
+                    : fmt::format("passive ({:.2f} of its cores busy with other processes at "
+                                  "start)",
+                                  busy)}};
 }
 
 bool openmp_threads_spin() {

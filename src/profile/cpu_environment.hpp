@@ -41,9 +41,10 @@ int cpu_threads();
 // to re-execute itself with.
 std::vector<std::pair<std::string, std::string>> wanted_openmp_environment();
 
-// Other processes runnable on average over `milliseconds` (sampled from /proc/loadavg;
-// this thread sleeps meanwhile), less the cores outside this process's affinity mask
-// that could run them: how many of its cores others want. Negative when unreadable.
+// How many of this process's cores (its affinity mask) other processes kept busy over
+// `milliseconds` (CPU time from /proc/stat, this process's own subtracted; this thread
+// sleeps meanwhile; clock ticks are 10 ms, so look 50 ms or more). Negative when
+// unreadable.
 double busy_cores_elsewhere(int milliseconds);
 
 // How the OpenMP threads wait, in words, for run reports: orchid's choice and why, or

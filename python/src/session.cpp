@@ -138,8 +138,8 @@ class Session {
  private:
   // What `orchid run --device cpu` does by default: orchestrate for the CPU cost model,
   // refined by in-context kernel times, keeping the 3 best plans, time them and greedy
-  // fusion end to end (or reuse the
-  // choice cached for this model and machine), and run the fastest on its warm executor.
+  // fusion end to end (or reuse the choice cached for this model and machine), and run
+  // the fastest on its warm executor.
   void choose_plan(const std::vector<std::string>& config_dirs) {
     loaded_.graph.require_static_shapes(fmt::format("'{}': the plan executor", model_));
     const Graph& g = plan_graph();

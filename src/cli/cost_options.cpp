@@ -130,9 +130,7 @@ Orchestration orchestrate_with_costs(const Graph& model, const CostModel& costs,
                                      const CostCliOptions& options,
                                      const OrchestrateOptions& orchestrate_options, bool in_context,
                                      InContextReport* report) {
-  if (!in_context || options.context_rounds == 0) {
-    return orchestrate(model, costs, orchestrate_options);
-  }
+  if (!in_context) return orchestrate(model, costs, orchestrate_options);
   const InContextCostModel refined(costs, "cpu", in_context_db_path(options.profile_db));
   InContextOptions o;
   o.max_rounds = options.context_rounds;

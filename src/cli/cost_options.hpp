@@ -29,9 +29,9 @@ void add_cost_options(CLI::App& command, CostCliOptions& options, bool calibrate
 // a cpu device; on the present NVIDIA GPU with `cuda`; a clear error otherwise).
 std::unique_ptr<CostModel> make_cost_model(const DeviceSpec& device, const CostCliOptions& options);
 
-// orchestrate(); with `in_context` (costs for this CPU), orchestrate_in_context() over
-// `costs` with --context-rounds, its times in the in-context database beside the profile
-// database (its report in *report when given).
+// orchestrate(); with `in_context` (costs for this CPU, --context-rounds above 0),
+// orchestrate_in_context() over `costs` with --context-rounds, its times in the
+// in-context database beside the profile database (its report in *report when given).
 Orchestration orchestrate_with_costs(const Graph& model, const CostModel& costs,
                                      const CostCliOptions& options,
                                      const OrchestrateOptions& orchestrate_options, bool in_context,

@@ -73,7 +73,7 @@ void orchestrate_command(const OrchestrateCliOptions& o, const CLI::App& cmd) {
   options.region_target_size = o.region_size;
   options.softmax_matmul_alternative = !o.no_softmax_alternative;
   // Measured on this CPU: refined by timing the plans whole (in_context_costs.hpp).
-  const bool in_context = o.cost.profile && spec.kind == "cpu";
+  const bool in_context = o.cost.profile && spec.kind == "cpu" && o.cost.context_rounds > 0;
   InContextReport in_context_report;
   const Orchestration result = orchestrate_with_costs(loaded.graph, *cost_model, o.cost, options,
                                                       in_context, &in_context_report);

@@ -374,7 +374,8 @@ void run(const RunOptions& options) {
       }
       // On this CPU, the default selection and measured costs are refined by timing the
       // plans whole (in_context_costs.hpp); an explicit analytic --plan-kind is not.
-      const bool in_context = !gpu && (options.cost.profile || select);
+      const bool in_context =
+          !gpu && (options.cost.profile || select) && options.cost.context_rounds > 0;
       InContextReport in_context_report;
       orchestration = std::make_unique<Orchestration>(orchestrate_with_costs(
           plan_graph, *cost_model, cost, orchestrate_options, in_context, &in_context_report));

@@ -1,7 +1,6 @@
 #include "profile/in_context_costs.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -30,6 +29,11 @@ using Clock = std::chrono::steady_clock;
 constexpr std::size_t kMinScaleSamples = 3;
 // A plan is run again for its wide-spread kernels when they take this share of its time.
 constexpr double kWideShare = 0.1;
+
+// Runs spread too wide to trust at once (the profile database's limit for times alone).
+bool wide(double p10_us, double p90_us) {
+  return !(p90_us <= ProfileEntry::kMaxSpread * p10_us);
+}
 // Added to the cost of a kernel not timed in context while prefer_timed_kernels is on: more
 // than any plan takes, so the BLP uses such a kernel only where nothing else covers.
 constexpr double kUntimedPenaltyUs = 1e6;
@@ -81,7 +85,7 @@ struct KernelRuns {
 
 // Runs `plan` whole until the options' budget, then records the median of each kernel
 // that has no in-context time yet; returns how many it recorded. While kernels whose runs
-// spread wider than options.max_spread take a tenth of the plan's time or more, the plan
+// spread wider than ProfileEntry::kMaxSpread take a tenth of the plan's time or more, the plan
 // runs again (twice as long, up to options.wide_retries times); each kernel keeps its
 // tightest attempt.
 std::size_t time_plan(const Orchestration& o, const Plan& plan, const PrimitiveGraphIndex& index,
@@ -96,7 +100,6 @@ std::size_t time_plan(const Orchestration& o, const Plan& plan, const PrimitiveG
   if (wanted.empty()) return 0;
   PlanExecutor executor(o.fission.graph, plan, o.fission.alternatives);
   executor.execute(inputs);  // warm-up: page faults, oneDNN JIT
-  const double max_spread = options.max_spread;
   std::vector<KernelRuns> best(plan.kernels.size());
   double budget_s = options.seconds_per_plan;
   for (int attempt = 0; attempt <= options.wide_retries; ++attempt, budget_s *= 2) {
@@ -118,7 +121,7 @@ std::size_t time_plan(const Orchestration& o, const Plan& plan, const PrimitiveG
       KernelRuns now{median(us[k]), percentile_of_sorted(us[k], 0.1),
                      percentile_of_sorted(us[k], 0.9), static_cast<int>(us[k].size())};
       if (attempt == 0 || now.spread() < best[k].spread()) best[k] = now;
-      if (!(best[k].p90 <= max_spread * best[k].p10)) wide_us += best[k].median;
+      if (wide(best[k].p10, best[k].p90)) wide_us += best[k].median;
     }
     if (wide_us < kWideShare * total_us) break;
   }
@@ -267,7 +270,7 @@ void InContextCostModel::record(const KernelView& kernel, double median_us, doub
   e.context_us = std::max(median_us, 1e-3);
   e.context_spread = p10_us > 0 ? p90_us / p10_us : 0;
   e.context_reps = reps;
-  if (!(p90_us <= ProfileEntry::kMaxSpread * p10_us)) ++stats_.wide_spread;
+  if (wide(p10_us, p90_us)) ++stats_.wide_spread;
   db_.put(kernel_signature(kernel, device_), std::move(e));
   cache_.clear();  // the next prepare() settles every cost again (the scales too)
 }
@@ -281,11 +284,8 @@ std::string in_context_db_path(const std::string& profile_db) {
       return "";
     }
   }
-  std::string isa = effective_cpu_isa();
-  for (char& c : isa) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') c = '_';
-  }
-  const std::string file = fmt::format("context-cpu-{}-t{}.json", isa, cpu_threads());
+  const std::string file =
+      fmt::format("context-cpu-{}-t{}.json", file_name_part(effective_cpu_isa()), cpu_threads());
   return (std::filesystem::path(db).parent_path() / file).string();
 }
 

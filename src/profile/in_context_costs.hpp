@@ -104,10 +104,10 @@ struct InContextOptions {
   int min_runs = 5;               // timed runs of each plan, at least ...
   int max_runs = 30;              // ... and at most
   double seconds_per_plan = 0.3;  // stop once this much time was spent in timed runs
-  int wide_retries = 2;           // plan runs again while a kernel's times spread too wide
-  double max_spread = ProfileEntry::kMaxSpread;  // p90/p10 counted as wide
-  std::uint64_t seed = 0;                        // random inputs (eval/random_inputs.hpp)
-  bool progress = false;                         // a line on stderr per round
+  int wide_retries = 2;           // plan runs again while kernels' times spread too wide (p90/p10
+                                  // above ProfileEntry::kMaxSpread)
+  std::uint64_t seed = 0;         // random inputs (eval/random_inputs.hpp)
+  bool progress = false;          // a line on stderr per round
 };
 
 struct InContextReport {

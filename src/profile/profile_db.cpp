@@ -167,14 +167,17 @@ void ProfileDb::save() {
   dirty_ = false;
 }
 
-std::string default_profile_db_path(const std::string& device) {
-  std::string safe = device;
-  for (char& c : safe) {
+std::string file_name_part(std::string text) {
+  for (char& c : text) {
     const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                        c == '-' || c == '_' || c == '.';
     if (!plain) c = '_';
   }
-  const std::string file = "profile-" + safe + ".json";
+  return text;
+}
+
+std::string default_profile_db_path(const std::string& device) {
+  const std::string file = "profile-" + file_name_part(device) + ".json";
   const char* xdg = std::getenv("XDG_CACHE_HOME");
   if (xdg && *xdg) return (fs::path(xdg) / "orchid" / file).string();
   const char* home = std::getenv("HOME");

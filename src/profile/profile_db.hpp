@@ -87,6 +87,10 @@ class ProfileDb {
   double max_spread_ = ProfileEntry::kMaxSpread;
 };
 
+// `text` with every character but letters, digits, '-', '_' and '.' replaced by '_': a
+// part of a file name (a device name, an ISA).
+std::string file_name_part(std::string text);
+
 // $XDG_CACHE_HOME/orchid/profile-<device>.json, else $HOME/.cache/orchid/...; an
 // orchid::Error when neither variable is set.
 std::string default_profile_db_path(const std::string& device);

@@ -342,6 +342,23 @@ TEST(CliCpu, DefaultRunSelectsAmongRankedPlansAndGreedy) {
       fs::remove_all(dir, ec);
     }
   } restore{saved_xdg, old_xdg != nullptr, cache};
+  // The wait policy is part of the cache key, and orchid picks it from the load it sees
+  // at start, which other tests running beside this one change from run to run: a
+  // policy chosen here keeps it fixed (the user's choice is kept, cpu_environment.hpp).
+  const char* old_spin = std::getenv("GOMP_SPINCOUNT");
+  const std::string saved_spin = old_spin ? old_spin : "";
+  ::setenv("GOMP_SPINCOUNT", "1000", 1);
+  struct RestoreSpin {
+    std::string saved;
+    bool had;
+    ~RestoreSpin() {
+      if (had) {
+        ::setenv("GOMP_SPINCOUNT", saved.c_str(), 1);
+      } else {
+        ::unsetenv("GOMP_SPINCOUNT");
+      }
+    }
+  } restore_spin{saved_spin, old_spin != nullptr};
   const Result r = run_cli("run " + model("tiny_attention") +
                            " --device cpu --repeat 3 --select-seconds 0.2 --threads 1");
   ASSERT_EQ(r.code, 0) << r.err;

@@ -30,9 +30,9 @@ MappingRun::MappingRun(const MappingRequest& request, const ConfigRoots& roots)
   evaluator_ = std::make_unique<Evaluator>(
       workload_, system_, measured_ ? static_cast<const LayerCostProvider&>(*measured_) : others);
   if (measured_) {
-    // The first pricing timed every shard once; a second pass keeps each one's faster
-    // median and the table is priced again from the memo.
-    measured_->measure_again();
+    // The first pricing timed every shard alone; the second times them in context, one
+    // after another as the runner runs layers, and the table is priced again from the memo.
+    measured_->measure_in_context();
     evaluator_ = std::make_unique<Evaluator>(workload_, system_, *measured_);
   }
 }
@@ -69,7 +69,8 @@ std::string MappingRun::to_json() const {
   if (measured_) {
     const MeasuredCpuCostStats st = measured_->stats();
     costing["cpu_layers_measured"] = st.measured;
-    costing["cpu_passes"] = st.passes;
+    costing["cpu_context_rounds"] = st.context_rounds;
+    costing["cpu_context_ratio"] = st.alone_sum_s > 0 ? st.context_sum_s / st.alone_sum_s : 0.0;
     costing["cpu_memo_hits"] = st.memo_hits;
     costing["cpu_fallbacks"] = st.fallbacks;
     costing["cpu_seconds"] = st.seconds;

@@ -91,6 +91,67 @@ void touch(const Tensor& t) {
   sink.store(sum, std::memory_order_relaxed);
 }
 
+// A layer's subgraph ready to time: orchestrated, its executor warmed up (page faults,
+// oneDNN JIT), random inputs. Built in place: the executor refers to the orchestration.
+struct PreparedLayer {
+  LayerSubgraph sub;
+  Orchestration orchestration;
+  std::unique_ptr<PlanExecutor> executor;
+  TensorMap inputs;
+  std::unordered_map<std::string, Tensor> kept;  // results, kept by name as the runner does
+};
+
+std::unique_ptr<PreparedLayer> prepare(const Layer& layer, const CostModel& model) {
+  auto p = std::make_unique<PreparedLayer>();
+  p->sub = layer_subgraph(layer);
+  as_grouped_convolution(p->sub.graph, layer);
+  OrchestrateOptions options;
+  options.time_limit_s = 2;
+  p->orchestration = orchestrate(p->sub.graph, model, options);
+  p->inputs = make_random_inputs(p->sub.graph, 1);
+  p->executor =
+      std::make_unique<PlanExecutor>(p->orchestration.fission.graph, p->orchestration.optimal,
+                                     p->orchestration.fission.alternatives);
+  p->executor->execute(p->inputs);
+  return p;
+}
+
+// One run as the plan runner runs a layer: the layer before has just written its inputs
+// (they are read into the cache first), which are handed over as views; its results are
+// copied out and kept by name (on a 1 us layer this bookkeeping is a fifth of it).
+// Seconds of the thread's CPU time (`cpu_clock`, less the clock's own cost) or wall time,
+// and the wall time in `wall`.
+double timed_run(PreparedLayer& p, bool cpu_clock, double& wall) {
+  for (const auto& [name, tensor] : p.inputs) touch(tensor);
+  const double c0 = thread_cpu_seconds();
+  const auto t0 = std::chrono::steady_clock::now();
+  TensorMap feed;
+  for (const auto& [name, tensor] : p.inputs) {
+    feed.emplace(
+        name, Tensor::view(tensor.dtype(), tensor.shape(), const_cast<std::byte*>(tensor.raw())));
+  }
+  for (auto& [name, tensor] : p.executor->run(feed)) p.kept[name] = std::move(tensor);
+  wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return cpu_clock ? std::max(0.0, thread_cpu_seconds() - c0 - thread_clock_overhead_seconds())
+                   : wall;
+}
+
+double median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+// Runs `f` with the rank's OpenMP thread count, the caller's afterwards.
+template <class F>
+auto with_threads(int threads, F&& f) {
+  struct Restore {
+    int saved = omp_get_max_threads();
+    ~Restore() { omp_set_num_threads(saved); }
+  } restore;
+  omp_set_num_threads(threads);
+  return f();
+}
+
 }  // namespace
 
 MeasuredCpuCostProvider::MeasuredCpuCostProvider(const CostModel& cpu_model,
@@ -107,49 +168,24 @@ double MeasuredCpuCostProvider::measure(const Layer& layer, const Design& design
   // As the plan runner does: a layer's fresh results reuse freed memory, not new pages.
   reuse_freed_memory();
   try {
-    LayerSubgraph sub = layer_subgraph(layer);
-    as_grouped_convolution(sub.graph, layer);
-    OrchestrateOptions options;
-    options.time_limit_s = 2;
-    const Orchestration o = orchestrate(sub.graph, cpu_model_, options);
-    const TensorMap inputs = make_random_inputs(sub.graph, 1);
-    // The rank's thread count for the measurement, the caller's afterwards.
-    const int saved_threads = omp_get_max_threads();
-    omp_set_num_threads(design.threads);
-    PlanExecutor executor(o.fission.graph, o.optimal, o.fission.alternatives);
-    executor.execute(inputs);  // warm-up: page faults, oneDNN JIT
-    std::vector<double> times;
-    double spent = 0;
-    // One thread: its CPU time, which other processes on the machine do not inflate (on
-    // an idle core it equals the wall time). More threads: wall time.
-    const bool cpu_clock = design.threads == 1;
-    const double clock_overhead = cpu_clock ? thread_clock_overhead_seconds() : 0;
-    std::unordered_map<std::string, Tensor> kept;
-    // 3 runs at least; up to 25 while they add up to less than the target (a layer of a
-    // few microseconds varies by a microsecond between runs).
-    while (times.size() < 3 || (spent < target_seconds_ && times.size() < 25)) {
-      evict_caches(evict_bytes_);
-      // The layer before has just written this one's inputs: they are in the cache.
-      for (const auto& [name, tensor] : inputs) touch(tensor);
-      const double c0 = thread_cpu_seconds();
-      const auto t0 = std::chrono::steady_clock::now();
-      // As the plan runner runs a layer: its inputs handed over as views, its results
-      // copied out and kept by name (on a 1 us layer this bookkeeping is a fifth of it).
-      TensorMap feed;
-      for (const auto& [name, tensor] : inputs) {
-        feed.emplace(name, Tensor::view(tensor.dtype(), tensor.shape(),
-                                        const_cast<std::byte*>(tensor.raw())));
+    return with_threads(design.threads, [&] {
+      std::unique_ptr<PreparedLayer> p = prepare(layer, cpu_model_);
+      // One thread: its CPU time, which other processes on the machine do not inflate (on
+      // an idle core it equals the wall time). More threads: wall time.
+      const bool cpu_clock = design.threads == 1;
+      std::vector<double> times;
+      double spent = 0;
+      // 3 runs at least; up to 25 while they add up to less than the target (a layer of a
+      // few microseconds varies by a microsecond between runs).
+      while (times.size() < 3 || (spent < target_seconds_ && times.size() < 25)) {
+        evict_caches(evict_bytes_);
+        double wall = 0;
+        times.push_back(timed_run(*p, cpu_clock, wall));
+        spent += wall;
       }
-      for (auto& [name, tensor] : executor.run(feed)) kept[name] = std::move(tensor);
-      const double wall =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      times.push_back(cpu_clock ? std::max(0.0, thread_cpu_seconds() - c0 - clock_overhead) : wall);
-      spent += wall;
-    }
-    omp_set_num_threads(saved_threads);
-    // The median run: the fastest is a run whose inputs stayed hot against the odds.
-    std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
-    return times[times.size() / 2] * sub.repeat;
+      // The median run: the fastest is a run whose inputs stayed hot against the odds.
+      return median(times) * p->sub.repeat;
+    });
   } catch (const std::exception& e) {
     why = e.what();
     return -1;
@@ -182,20 +218,75 @@ double MeasuredCpuCostProvider::compute_seconds(const Layer& layer, const Design
     ++stats_.measured;
   }
   stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  memo_.emplace(key, Measured{one, design, seconds, fallback});
+  memo_.emplace(key, Measured{one, design, seconds, fallback, memo_.size()});
   return seconds * samples;
 }
 
-void MeasuredCpuCostProvider::measure_again() {
+void MeasuredCpuCostProvider::measure_in_context(double context_seconds) {
   std::lock_guard<std::mutex> lock(mutex_);
   const auto t0 = std::chrono::steady_clock::now();
+  reuse_freed_memory();
+  // Every subgraph of the memo, in the order it was first asked for. The evaluator asks
+  // layer by layer, so a layer's variants (whole, and its shards by strategy and group
+  // size) sit beside each other in the workload's order.
+  struct Entry {
+    Measured* measured;
+    std::unique_ptr<PreparedLayer> prepared;
+    std::vector<double> times;
+  };
+  std::vector<Entry> entries;
   for (auto& [key, m] : memo_) {
     if (m.fallback) continue;
-    std::string why;
-    const double again = measure(m.layer, m.design, why);
-    if (again >= 0) m.seconds = std::min(m.seconds, again);
+    try {
+      entries.push_back(
+          {&m, with_threads(m.design.threads, [&] { return prepare(m.layer, cpu_model_); }), {}});
+    } catch (const std::exception&) {
+      // It ran alone, so this is rare (memory); it keeps its time alone.
+    }
   }
-  ++stats_.passes;
+  if (entries.empty()) return;
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry& a, const Entry& b) { return a.measured->order < b.measured->order; });
+  // One slot per layer, holding its variants. A round runs one variant of every layer,
+  // the next round the next variant: each round is a model as one plan would run it, not
+  // every variant of a layer back to back (which evicts more than any plan does).
+  std::vector<std::vector<Entry*>> slots;
+  for (Entry& e : entries) {
+    if (slots.empty() || slots.back().front()->measured->layer.name != e.measured->layer.name) {
+      slots.emplace_back();
+    }
+    slots.back().push_back(&e);
+  }
+  std::size_t variants = 1;
+  for (const auto& slot : slots) variants = std::max(variants, slot.size());
+  const std::size_t min_rounds = 5 * variants, max_rounds = 25 * variants;
+  double spent = 0;
+  std::size_t rounds = 0;
+  const int saved_threads = omp_get_max_threads();
+  try {
+    while (rounds < min_rounds || (spent < context_seconds && rounds < max_rounds)) {
+      for (const auto& slot : slots) {
+        Entry& e = *slot[rounds % slot.size()];
+        omp_set_num_threads(e.measured->design.threads);
+        double wall = 0;
+        e.times.push_back(timed_run(*e.prepared, e.measured->design.threads == 1, wall) *
+                          e.prepared->sub.repeat);
+        spent += wall;
+      }
+      ++rounds;
+    }
+  } catch (const std::exception&) {
+    // Each ran alone before, so this is rare: the rounds so far stand.
+  }
+  omp_set_num_threads(saved_threads);
+  stats_.context_sum_s = stats_.alone_sum_s = 0;
+  for (Entry& e : entries) {
+    if (e.times.size() < 3) continue;  // keeps its time alone
+    stats_.alone_sum_s += e.measured->seconds;
+    e.measured->seconds = median(e.times);
+    stats_.context_sum_s += e.measured->seconds;
+  }
+  stats_.context_rounds = static_cast<int>(rounds);
   stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 

@@ -1,11 +1,21 @@
 // Layer costs of CPU-cluster ranks, measured: a CPU design's cost of a (sharded) layer is
-// the median of 3 to 25 runs (more while they add up to under 20 ms), each after evicting the
-// caches (one thread: its CPU time, so other processes on the machine do not inflate it) of the
-// layer's subgraph (layer_subgraph.hpp, the shard's exact shapes) run by the CPU plan executor with
-// the design's thread count, under the plan the kernel orchestrator picks for the given CPU cost
-// model, results copied out as the plan runner does. One sample is measured and the batch
-// multiplies it (the runner runs the batch-1 model once per sample). Memoised by (threads,
-// signature), so repeated blocks and equal shards are measured once. Other designs are delegated.
+// the time of the layer's subgraph (layer_subgraph.hpp, the shard's exact shapes) run by the
+// CPU plan executor with the design's thread count, under the plan the kernel orchestrator
+// picks for the given CPU cost model, results copied out as the plan runner does. One
+// thread: the thread's CPU time, so other processes on the machine do not inflate it; more:
+// wall time. One sample is measured and the batch multiplies it (the runner runs the batch-1
+// model once per sample). Memoised by (threads, signature), so repeated blocks and equal
+// shards are measured once. Other designs are delegated.
+//
+// Two passes. The first times each subgraph alone as it is first asked for: the median of
+// 3 to 25 runs (more while they add up to under 20 ms), each after evicting the caches. The
+// second, measure_in_context(), times every subgraph measured so far inside rounds that run
+// all of them one after another in the order they were first asked for (the workload's
+// order), as the runner runs a model's layers: each costs its median over the rounds.
+// Alone a layer finds its code, page tables and caches as it left them; after its
+// neighbours it does not. On an Intel Xeon VM MobileNetV2's layers took 1.2-1.8x longer
+// in the runner than alone (25.4 ms priced, 35-39 ms run at 1 rank); in rounds they took
+// what the runner took.
 #pragma once
 
 #include <map>
@@ -19,7 +29,10 @@ namespace orchid::mapping {
 
 struct MeasuredCpuCostStats {
   std::size_t measured = 0;  // distinct subgraphs timed
-  int passes = 1;            // times each was timed (measure_again: the faster kept)
+  int context_rounds = 0;    // rounds of measure_in_context (0: costs are times alone)
+  // Over the subgraphs timed in context: the sum of their times in context and alone (one
+  // sample each), whose ratio says how much context costs on this machine.
+  double context_sum_s = 0, alone_sum_s = 0;
   std::size_t memo_hits = 0;
   std::size_t fallbacks = 0;  // subgraphs priced by the roofline (could not be built/run)
   std::string first_fallback;
@@ -36,11 +49,11 @@ class MeasuredCpuCostProvider : public LayerCostProvider {
   MeasuredCpuCostProvider(const CostModel& cpu_model, const LayerCostProvider& others,
                           double model_bytes = 1e18, double target_seconds = 0.02);
   double compute_seconds(const Layer& layer, const Design& design) const override;
-  // Times every subgraph measured so far once more and keeps the faster median of the
-  // two: a slow spell of a shared machine (seconds long, 1.2-1.5x) lands on one pass of
-  // a layer, rarely on both (MobileNetV2's 1-rank plan was priced 34.9 to 41.4 ms by two
-  // single passes of `orchid map`, and ran 34-36 ms). Callers price again afterwards.
-  void measure_again();
+  // Times every subgraph measured so far in context (see above): at least 5 rounds, more
+  // until they have taken `context_seconds` (at most 50). Each then costs its median in
+  // context; a subgraph that fails to run keeps its time alone. Callers price again
+  // afterwards.
+  void measure_in_context(double context_seconds = 2.0);
   MeasuredCpuCostStats stats() const;
 
  private:
@@ -50,6 +63,7 @@ class MeasuredCpuCostProvider : public LayerCostProvider {
     Design design;
     double seconds = 0;
     bool fallback = false;
+    std::size_t order = 0;  // when it was first asked for
   };
 
   const CostModel& cpu_model_;

@@ -1,0 +1,79 @@
+// CPU-rank layer costs measured on the executor: alone first, then in context (rounds that
+// run one variant of every layer after another, as the plan runner runs a model).
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "cost/cost_model.hpp"
+#include "cost/device_spec.hpp"
+#include "mapping/layer_cost.hpp"
+#include "mapping/layer_subgraph.hpp"
+#include "mapping/measured_cpu_cost.hpp"
+#include "mapping/sharding.hpp"
+#include "mapping/system.hpp"
+#include "mapping/workload_from_graph.hpp"
+#include "passes/load_model.hpp"
+#include "test_config_roots.hpp"
+
+namespace orchid::mapping {
+namespace {
+
+const std::string kRoot = ORCHID_SOURCE_DIR;
+
+TEST(MeasuredCpuCost, InContextRoundsRetimeEveryShardAndReplaceItsTimeAlone) {
+  const Graph g = load_model(kRoot + "/models/tiny_conv.onnx").graph;
+  const Workload w = extract_workload(g, 2, "tiny_conv");
+  const System sys = load_system(kRoot + "/configs/systems/cpu2.toml");
+  const Design& cpu = sys.designs[0];
+  ASSERT_TRUE(cpu.is_cpu);
+  const auto model = make_analytic_cost_model(load_device_spec("cpu", test::source_configs()));
+  // Evicting 1 MB before each run alone (the model is tiny).
+  MeasuredCpuCostProvider provider(*model, default_cost_provider(), 1e6);
+  // The layers whole and split two ways by every strategy that applies, as the evaluator
+  // asks for them: layer by layer.
+  std::vector<std::pair<Layer, double>> asked;
+  for (const Layer& l : w.layers) {
+    for (Strategy s : {Strategy::None, Strategy::OutChannel, Strategy::Spatial}) {
+      if (!strategy_valid(l, s, s == Strategy::None ? 1 : 2)) continue;
+      const Layer shard = shard_layer(l, s, s == Strategy::None ? 1 : 2);
+      const double alone = provider.compute_seconds(shard, cpu);
+      ASSERT_GT(alone, 0) << l.name;
+      asked.emplace_back(shard, alone);
+    }
+  }
+  const MeasuredCpuCostStats before = provider.stats();
+  ASSERT_GT(before.measured, w.layers.size());  // shards besides the whole layers
+  EXPECT_EQ(before.fallbacks, 0u) << before.first_fallback;
+  EXPECT_EQ(before.context_rounds, 0);
+
+  provider.measure_in_context(0.05);
+  const MeasuredCpuCostStats after = provider.stats();
+  // Every layer has 1 to 3 variants, each timed in at least 5 rounds.
+  EXPECT_GE(after.context_rounds, 5);
+  EXPECT_LE(after.context_rounds, 25 * 3);
+  EXPECT_EQ(after.measured, before.measured);  // nothing timed alone again
+  EXPECT_GT(after.alone_sum_s, 0);
+  EXPECT_GT(after.context_sum_s, 0);
+  // The memo now answers with the times in context: their sum over the distinct shards is
+  // the context sum (the batch of 2 samples multiplies the one-sample time).
+  double context = 0, alone = 0;
+  std::set<std::string> seen;
+  bool changed = false;
+  for (const auto& [shard, t_alone] : asked) {
+    const double t = provider.compute_seconds(shard, cpu);
+    ASSERT_GT(t, 0);
+    changed = changed || t != t_alone;
+    Layer one = shard;
+    one.batch = 1;
+    if (!seen.insert(layer_signature(one)).second) continue;
+    const double samples = static_cast<double>(shard.batch);
+    context += t / samples;
+    alone += t_alone / samples;
+  }
+  EXPECT_TRUE(changed);
+  EXPECT_NEAR(context, after.context_sum_s, 1e-9 + 1e-9 * context);
+  EXPECT_NEAR(alone, after.alone_sum_s, 1e-9 + 1e-9 * alone);
+}
+
+}  // namespace
+}  // namespace orchid::mapping

@@ -205,7 +205,7 @@ double MeasuredCpuCostProvider::compute_seconds(const Layer& layer, const Design
       fmt::format("{}|{}|{}", design.threads, layer.conv_groups, layer_signature(one));
   if (auto it = memo_.find(key); it != memo_.end()) {
     ++stats_.memo_hits;
-    return it->second.seconds * samples;
+    return it->second.cost(samples);
   }
   const auto t0 = std::chrono::steady_clock::now();
   std::string why;
@@ -218,8 +218,10 @@ double MeasuredCpuCostProvider::compute_seconds(const Layer& layer, const Design
     ++stats_.measured;
   }
   stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  memo_.emplace(key, Measured{one, design, seconds, fallback, memo_.size()});
-  return seconds * samples;
+  const Measured& m =
+      memo_.emplace(key, Measured{one, design, seconds, seconds, fallback, memo_.size()})
+          .first->second;
+  return m.cost(samples);
 }
 
 void MeasuredCpuCostProvider::measure_in_context(double context_seconds) {
@@ -232,14 +234,17 @@ void MeasuredCpuCostProvider::measure_in_context(double context_seconds) {
   struct Entry {
     Measured* measured;
     std::unique_ptr<PreparedLayer> prepared;
-    std::vector<double> times;
+    std::vector<double> first, next;  // per round: its first run and the one after
   };
   std::vector<Entry> entries;
   for (auto& [key, m] : memo_) {
     if (m.fallback) continue;
     try {
       entries.push_back(
-          {&m, with_threads(m.design.threads, [&] { return prepare(m.layer, cpu_model_); }), {}});
+          {&m,
+           with_threads(m.design.threads, [&] { return prepare(m.layer, cpu_model_); }),
+           {},
+           {}});
     } catch (const std::exception&) {
       // It ran alone, so this is rare (memory); it keeps its time alone.
     }
@@ -268,9 +273,12 @@ void MeasuredCpuCostProvider::measure_in_context(double context_seconds) {
       for (const auto& slot : slots) {
         Entry& e = *slot[rounds % slot.size()];
         omp_set_num_threads(e.measured->design.threads);
+        const bool cpu_clock = e.measured->design.threads == 1;
+        const double repeat = e.prepared->sub.repeat;
         double wall = 0;
-        e.times.push_back(timed_run(*e.prepared, e.measured->design.threads == 1, wall) *
-                          e.prepared->sub.repeat);
+        e.first.push_back(timed_run(*e.prepared, cpu_clock, wall) * repeat);
+        spent += wall;
+        e.next.push_back(timed_run(*e.prepared, cpu_clock, wall) * repeat);
         spent += wall;
       }
       ++rounds;
@@ -281,9 +289,10 @@ void MeasuredCpuCostProvider::measure_in_context(double context_seconds) {
   omp_set_num_threads(saved_threads);
   stats_.context_sum_s = stats_.alone_sum_s = 0;
   for (Entry& e : entries) {
-    if (e.times.size() < 3) continue;  // keeps its time alone
+    if (e.first.size() < 3) continue;  // keeps its time alone
     stats_.alone_sum_s += e.measured->seconds;
-    e.measured->seconds = median(e.times);
+    e.measured->seconds = median(e.first);
+    e.measured->next_seconds = median(e.next);
     stats_.context_sum_s += e.measured->seconds;
   }
   stats_.context_rounds = static_cast<int>(rounds);

@@ -11,7 +11,10 @@
 // 3 to 25 runs (more while they add up to under 20 ms), each after evicting the caches. The
 // second, measure_in_context(), times every subgraph measured so far inside rounds that run
 // all of them one after another in the order they were first asked for (the workload's
-// order), as the runner runs a model's layers: each costs its median over the rounds.
+// order), as the runner runs a model's layers: each costs its median over the rounds. A
+// layer runs twice in its round, as a rank runs its samples of a layer back to back: the
+// second run prices every further sample (ResNet-50's weights, up to 9 MB a layer, are
+// then in the cache).
 // Alone a layer finds its code, page tables and caches as it left them; after its
 // neighbours it does not. On an Intel Xeon VM MobileNetV2's layers took 1.2-1.8x longer
 // in the runner than alone (25.4 ms priced, 35-39 ms run at 1 rank); in rounds they took
@@ -61,7 +64,11 @@ class MeasuredCpuCostProvider : public LayerCostProvider {
   struct Measured {
     Layer layer;  // one sample
     Design design;
-    double seconds = 0;
+    double seconds = 0;  // one sample
+    // Each further sample when a rank runs several back to back, as the runner does (they
+    // find the layer's weights in the cache); measured in context, else `seconds`.
+    double next_seconds = 0;
+    double cost(double samples) const { return seconds + (samples - 1) * next_seconds; }
     bool fallback = false;
     std::size_t order = 0;  // when it was first asked for
   };

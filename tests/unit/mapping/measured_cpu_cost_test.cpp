@@ -54,21 +54,22 @@ TEST(MeasuredCpuCost, InContextRoundsRetimeEveryShardAndReplaceItsTimeAlone) {
   EXPECT_EQ(after.measured, before.measured);  // nothing timed alone again
   EXPECT_GT(after.alone_sum_s, 0);
   EXPECT_GT(after.context_sum_s, 0);
-  // The memo now answers with the times in context: their sum over the distinct shards is
-  // the context sum (the batch of 2 samples multiplies the one-sample time).
+  // The memo now answers with the times in context: one sample's over the distinct shards
+  // add up to the context sum. Times alone were one sample's times the batch.
   double context = 0, alone = 0;
   std::set<std::string> seen;
   bool changed = false;
   for (const auto& [shard, t_alone] : asked) {
-    const double t = provider.compute_seconds(shard, cpu);
-    ASSERT_GT(t, 0);
-    changed = changed || t != t_alone;
     Layer one = shard;
     one.batch = 1;
+    const double first = provider.compute_seconds(one, cpu);
+    const double both = provider.compute_seconds(shard, cpu);  // 2 samples back to back
+    ASSERT_GT(first, 0);
+    EXPECT_GT(both, first);
+    changed = changed || both != t_alone;
     if (!seen.insert(layer_signature(one)).second) continue;
-    const double samples = static_cast<double>(shard.batch);
-    context += t / samples;
-    alone += t_alone / samples;
+    context += first;
+    alone += t_alone / static_cast<double>(shard.batch);
   }
   EXPECT_TRUE(changed);
   EXPECT_NEAR(context, after.context_sum_s, 1e-9 + 1e-9 * context);

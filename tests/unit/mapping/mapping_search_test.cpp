@@ -117,6 +117,22 @@ TEST(MappingEvaluator, CpuClusterChainsPayOnlyAtTheirEnds) {
   }
 }
 
+// A batch of 2 on 4 ranks gives samples to 2 of them: the leader moves one block, as on
+// 2 ranks, not three (the others' blocks are empty).
+TEST(MappingEvaluator, CpuBatchMessagesGoOnlyToRanksWithSamples) {
+  const System sys = load_system(kRoot + "/configs/systems/cpu4.toml");
+  const CpuNetwork& net = sys.cpu_network;
+  const Layer l = convolutions("one", 1, 8, 16, false).layers[0];  // batch 2
+  const double one_block = cpu_batch_comm_seconds(l, 2, net, true, true);
+  EXPECT_GT(one_block, 2 * net.latency_s);
+  EXPECT_DOUBLE_EQ(cpu_batch_comm_seconds(l, 4, net, true, true), one_block);
+  Layer four = l;
+  four.batch = 4;
+  // 4 samples on 4 ranks: three blocks of one sample each way.
+  EXPECT_NEAR(cpu_batch_comm_seconds(four, 4, net, true, true),
+              3 * (2 * net.latency_s) + 3 * (one_block - 2 * net.latency_s), 1e-15);
+}
+
 // Groups that compute at the same time share the cores: two independent layers of two
 // threads each on two cores take twice as long as alone; a chain across the groups (one
 // group computing at a time) is not slowed; messages take no core.

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <ctime>
 #include <exception>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -91,29 +92,39 @@ void touch(const Tensor& t) {
   sink.store(sum, std::memory_order_relaxed);
 }
 
-// A layer's subgraph ready to time: orchestrated, its executor warmed up (page faults,
-// oneDNN JIT), random inputs. Built in place: the executor refers to the orchestration.
-struct PreparedLayer {
+// A layer's subgraph ready to instantiate: orchestrated, with random inputs.
+struct Prototype {
   LayerSubgraph sub;
   Orchestration orchestration;
-  std::unique_ptr<PlanExecutor> executor;
   TensorMap inputs;
-  std::unordered_map<std::string, Tensor> kept;  // results, kept by name as the runner does
 };
 
-std::unique_ptr<PreparedLayer> prepare(const Layer& layer, const CostModel& model) {
-  auto p = std::make_unique<PreparedLayer>();
+std::unique_ptr<Prototype> make_prototype(const Layer& layer, const CostModel& model) {
+  auto p = std::make_unique<Prototype>();
   p->sub = layer_subgraph(layer);
   as_grouped_convolution(p->sub.graph, layer);
   OrchestrateOptions options;
   options.time_limit_s = 2;
   p->orchestration = orchestrate(p->sub.graph, model, options);
   p->inputs = make_random_inputs(p->sub.graph, 1);
-  p->executor =
-      std::make_unique<PlanExecutor>(p->orchestration.fission.graph, p->orchestration.optimal,
-                                     p->orchestration.fission.alternatives);
-  p->executor->execute(p->inputs);
   return p;
+}
+
+// An executor of a prototype, warmed up (page faults, oneDNN JIT). Each packs its own
+// copy of the weights, as every layer of a model has its own.
+struct Instance {
+  const Prototype* prototype = nullptr;
+  std::unique_ptr<PlanExecutor> executor;
+  std::unordered_map<std::string, Tensor> kept;  // results, kept by name as the runner does
+};
+
+std::unique_ptr<Instance> make_instance(const Prototype& p) {
+  auto i = std::make_unique<Instance>();
+  i->prototype = &p;
+  i->executor = std::make_unique<PlanExecutor>(
+      p.orchestration.fission.graph, p.orchestration.optimal, p.orchestration.fission.alternatives);
+  i->executor->execute(p.inputs);
+  return i;
 }
 
 // One run as the plan runner runs a layer: the layer before has just written its inputs
@@ -121,12 +132,13 @@ std::unique_ptr<PreparedLayer> prepare(const Layer& layer, const CostModel& mode
 // copied out and kept by name (on a 1 us layer this bookkeeping is a fifth of it).
 // Seconds of the thread's CPU time (`cpu_clock`, less the clock's own cost) or wall time,
 // and the wall time in `wall`.
-double timed_run(PreparedLayer& p, bool cpu_clock, double& wall) {
-  for (const auto& [name, tensor] : p.inputs) touch(tensor);
+double timed_run(Instance& p, bool cpu_clock, double& wall) {
+  const TensorMap& inputs = p.prototype->inputs;
+  for (const auto& [name, tensor] : inputs) touch(tensor);
   const double c0 = thread_cpu_seconds();
   const auto t0 = std::chrono::steady_clock::now();
   TensorMap feed;
-  for (const auto& [name, tensor] : p.inputs) {
+  for (const auto& [name, tensor] : inputs) {
     feed.emplace(
         name, Tensor::view(tensor.dtype(), tensor.shape(), const_cast<std::byte*>(tensor.raw())));
   }
@@ -169,7 +181,8 @@ double MeasuredCpuCostProvider::measure(const Layer& layer, const Design& design
   reuse_freed_memory();
   try {
     return with_threads(design.threads, [&] {
-      std::unique_ptr<PreparedLayer> p = prepare(layer, cpu_model_);
+      const std::unique_ptr<Prototype> prototype = make_prototype(layer, cpu_model_);
+      const std::unique_ptr<Instance> p = make_instance(*prototype);
       // One thread: its CPU time, which other processes on the machine do not inflate (on
       // an idle core it equals the wall time). More threads: wall time.
       const bool cpu_clock = design.threads == 1;
@@ -184,7 +197,7 @@ double MeasuredCpuCostProvider::measure(const Layer& layer, const Design& design
         spent += wall;
       }
       // The median run: the fastest is a run whose inputs stayed hot against the odds.
-      return median(times) * p->sub.repeat;
+      return median(times) * prototype->sub.repeat;
     });
   } catch (const std::exception& e) {
     why = e.what();
@@ -203,6 +216,7 @@ double MeasuredCpuCostProvider::compute_seconds(const Layer& layer, const Design
   std::lock_guard<std::mutex> lock(mutex_);
   const std::string key =
       fmt::format("{}|{}|{}", design.threads, layer.conv_groups, layer_signature(one));
+  note_occurrence(layer.name, key);
   if (auto it = memo_.find(key); it != memo_.end()) {
     ++stats_.memo_hits;
     return it->second.cost(samples);
@@ -219,81 +233,112 @@ double MeasuredCpuCostProvider::compute_seconds(const Layer& layer, const Design
   }
   stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const Measured& m =
-      memo_.emplace(key, Measured{one, design, seconds, seconds, fallback, memo_.size()})
-          .first->second;
+      memo_.emplace(key, Measured{one, design, seconds, seconds, fallback}).first->second;
   return m.cost(samples);
+}
+
+void MeasuredCpuCostProvider::note_occurrence(const std::string& layer,
+                                              const std::string& key) const {
+  auto [it, added] = occurrence_of_.emplace(layer, occurrences_.size());
+  if (added) occurrences_.push_back({layer, {}});
+  std::vector<std::string>& keys = occurrences_[it->second].keys;
+  if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
 }
 
 void MeasuredCpuCostProvider::measure_in_context(double context_seconds) {
   std::lock_guard<std::mutex> lock(mutex_);
   const auto t0 = std::chrono::steady_clock::now();
   reuse_freed_memory();
-  // Every subgraph of the memo, in the order it was first asked for. The evaluator asks
-  // layer by layer, so a layer's variants (whole, and its shards by strategy and group
-  // size) sit beside each other in the workload's order.
-  struct Entry {
-    Measured* measured;
-    std::unique_ptr<PreparedLayer> prepared;
+  // One prototype per subgraph measured alone (built when first needed; null: it failed).
+  std::map<std::string, std::unique_ptr<Prototype>> prototypes;
+  auto prototype = [&](const std::string& key) -> const Prototype* {
+    auto [it, added] = prototypes.emplace(key, nullptr);
+    if (added) {
+      const Measured& m = memo_.at(key);
+      try {
+        if (!m.fallback) {
+          it->second =
+              with_threads(m.design.threads, [&] { return make_prototype(m.layer, cpu_model_); });
+        }
+      } catch (const std::exception&) {
+        // It ran alone, so this is rare (memory); it keeps its time alone.
+      }
+    }
+    return it->second.get();
+  };
+  // Rounds run every layer whole (its first variant: the evaluator asks for a layer whole
+  // before its shards), each with its own executor and weights: a model's repeated blocks
+  // each have theirs (one shared copy stays in the cache: BERT-base's layers then ran
+  // faster than in the runner).
+  struct Times {
     std::vector<double> first, next;  // per round: its first run and the one after
   };
-  std::vector<Entry> entries;
-  for (auto& [key, m] : memo_) {
-    if (m.fallback) continue;
-    try {
-      entries.push_back(
-          {&m,
-           with_threads(m.design.threads, [&] { return prepare(m.layer, cpu_model_); }),
-           {},
-           {}});
-    } catch (const std::exception&) {
-      // It ran alone, so this is rare (memory); it keeps its time alone.
-    }
-  }
-  if (entries.empty()) return;
-  std::sort(entries.begin(), entries.end(),
-            [](const Entry& a, const Entry& b) { return a.measured->order < b.measured->order; });
-  // One slot per layer, holding its variants. A round runs one variant of every layer,
-  // the next round the next variant: each round is a model as one plan would run it, not
-  // every variant of a layer back to back (which evicts more than any plan does).
-  std::vector<std::vector<Entry*>> slots;
-  for (Entry& e : entries) {
-    if (slots.empty() || slots.back().front()->measured->layer.name != e.measured->layer.name) {
-      slots.emplace_back();
-    }
-    slots.back().push_back(&e);
-  }
-  std::size_t variants = 1;
-  for (const auto& slot : slots) variants = std::max(variants, slot.size());
-  const std::size_t min_rounds = 5 * variants, max_rounds = 25 * variants;
-  double spent = 0;
-  std::size_t rounds = 0;
+  std::map<std::string, Times> times;
+  struct Run {
+    std::unique_ptr<Instance> instance;
+    const Measured* measured;
+    Times* times;
+  };
+  std::vector<Run> run;
   const int saved_threads = omp_get_max_threads();
+  std::size_t rounds = 0;
   try {
-    while (rounds < min_rounds || (spent < context_seconds && rounds < max_rounds)) {
-      for (const auto& slot : slots) {
-        Entry& e = *slot[rounds % slot.size()];
+    for (const Occurrence& o : occurrences_) {
+      const std::string& key = o.keys.front();
+      const Prototype* p = prototype(key);
+      if (p == nullptr) continue;
+      const Measured& m = memo_.at(key);
+      run.push_back(
+          {with_threads(m.design.threads, [&] { return make_instance(*p); }), &m, &times[key]});
+    }
+    double spent = 0;
+    for (; rounds < 5 || (spent < context_seconds && rounds < 25); ++rounds) {
+      for (const Run& e : run) {
         omp_set_num_threads(e.measured->design.threads);
         const bool cpu_clock = e.measured->design.threads == 1;
-        const double repeat = e.prepared->sub.repeat;
+        const double repeat = e.instance->prototype->sub.repeat;
         double wall = 0;
-        e.first.push_back(timed_run(*e.prepared, cpu_clock, wall) * repeat);
+        e.times->first.push_back(timed_run(*e.instance, cpu_clock, wall) * repeat);
         spent += wall;
-        e.next.push_back(timed_run(*e.prepared, cpu_clock, wall) * repeat);
+        e.times->next.push_back(timed_run(*e.instance, cpu_clock, wall) * repeat);
         spent += wall;
       }
-      ++rounds;
     }
   } catch (const std::exception&) {
     // Each ran alone before, so this is rare: the rounds so far stand.
   }
+  run.clear();
   omp_set_num_threads(saved_threads);
+  // Whole layers cost their medians in context; a layer's shards their times alone scaled
+  // as the whole layer's were. Timing the shards in context too (rounds of every layer's
+  // out-channel parts, then of its spatial parts...) priced them below their share of the
+  // whole layer, as half a model leaves the caches to itself, and MobileNetV2's 2-rank GA
+  // plan, split every way, was priced 15.4 ms and ran 31.7 (data parallelism: 19.1, 20.5).
+  struct Scale {
+    double first = 1, next = 1;
+  };
+  std::map<std::string, Scale> scale;  // per whole layer's key
   stats_.context_sum_s = stats_.alone_sum_s = 0;
-  for (Entry& e : entries) {
-    if (e.first.size() < 3) continue;  // keeps its time alone
-    stats_.alone_sum_s += e.measured->seconds;
-    e.measured->seconds = median(e.first);
-    e.measured->next_seconds = median(e.next);
-    stats_.context_sum_s += e.measured->seconds;
+  for (auto& [key, t] : times) {
+    Measured& m = memo_.at(key);
+    if (t.first.size() < 3 || !(m.seconds > 0)) continue;  // keeps its time alone
+    const Scale sc{median(t.first) / m.seconds, median(t.next) / m.seconds};
+    scale[key] = sc;
+    stats_.alone_sum_s += m.seconds;
+    stats_.context_sum_s += m.seconds * sc.first;
+  }
+  std::set<std::string> scaled;
+  for (const Occurrence& o : occurrences_) {
+    auto sc = scale.find(o.keys.front());
+    if (sc == scale.end()) continue;
+    for (const std::string& key : o.keys) {
+      // A shard that is also some layer's whole, or a shard of a repeated block: once.
+      if ((key != o.keys.front() && scale.count(key)) || !scaled.insert(key).second) continue;
+      Measured& m = memo_.at(key);
+      if (m.fallback) continue;
+      m.next_seconds = m.seconds * sc->second.next;
+      m.seconds *= sc->second.first;
+    }
   }
   stats_.context_rounds = static_cast<int>(rounds);
   stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

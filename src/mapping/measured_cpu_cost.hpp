@@ -9,21 +9,22 @@
 //
 // Two passes. The first times each subgraph alone as it is first asked for: the median of
 // 3 to 25 runs (more while they add up to under 20 ms), each after evicting the caches. The
-// second, measure_in_context(), times every subgraph measured so far inside rounds that run
-// all of them one after another in the order they were first asked for (the workload's
-// order), as the runner runs a model's layers: each costs its median over the rounds. A
-// layer runs twice in its round, as a rank runs its samples of a layer back to back: the
-// second run prices every further sample (ResNet-50's weights, up to 9 MB a layer, are
-// then in the cache).
-// Alone a layer finds its code, page tables and caches as it left them; after its
-// neighbours it does not. On an Intel Xeon VM MobileNetV2's layers took 1.2-1.8x longer
-// in the runner than alone (25.4 ms priced, 35-39 ms run at 1 rank); in rounds they took
-// what the runner took.
+// second, measure_in_context(), times the layers inside whole models: rounds run every
+// layer asked for whole, one after another in the workload's order, as the runner runs a
+// model's layers, each layer with its own executor and weights (repeated blocks too), and
+// each costs its median over the rounds; its shards cost their times alone scaled as the
+// whole layer's were. A layer runs twice in its round, as a rank runs its samples of a
+// layer back to back: the second run prices every further sample (ResNet-50's weights, up
+// to 9 MB a layer, are then in the cache). Alone a layer finds its code, page tables and
+// caches as it left them; after its neighbours it does not: on an Intel Xeon VM
+// MobileNetV2's layers took 1.2-1.8x longer in the runner than alone (25.4 ms priced, 35-39
+// ms run at 1 rank); in context they took what the runner took.
 #pragma once
 
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "cost/cost_model.hpp"
 #include "mapping/layer_cost.hpp"
@@ -52,10 +53,9 @@ class MeasuredCpuCostProvider : public LayerCostProvider {
   MeasuredCpuCostProvider(const CostModel& cpu_model, const LayerCostProvider& others,
                           double model_bytes = 1e18, double target_seconds = 0.02);
   double compute_seconds(const Layer& layer, const Design& design) const override;
-  // Times every subgraph measured so far in context (see above): at least 5 rounds, more
-  // until they have taken `context_seconds` (at most 50). Each then costs its median in
-  // context; a subgraph that fails to run keeps its time alone. Callers price again
-  // afterwards.
+  // Times the layers measured so far in context (see above): at least 5 rounds, more (at
+  // most 25) until they have taken `context_seconds`. A subgraph that fails to run keeps
+  // its time alone. Callers price again afterwards.
   void measure_in_context(double context_seconds = 2.0);
   MeasuredCpuCostStats stats() const;
 
@@ -70,8 +70,15 @@ class MeasuredCpuCostProvider : public LayerCostProvider {
     double next_seconds = 0;
     double cost(double samples) const { return seconds + (samples - 1) * next_seconds; }
     bool fallback = false;
-    std::size_t order = 0;  // when it was first asked for
   };
+  // The layers asked for, in the order first asked (the evaluator asks layer by layer, in
+  // the workload's order), each with the memo keys of its variants (whole, and its shards
+  // by strategy and group size).
+  struct Occurrence {
+    std::string layer;
+    std::vector<std::string> keys;
+  };
+  void note_occurrence(const std::string& layer, const std::string& key) const;
 
   const CostModel& cpu_model_;
   const LayerCostProvider& others_;
@@ -79,6 +86,8 @@ class MeasuredCpuCostProvider : public LayerCostProvider {
   double target_seconds_;
   mutable std::mutex mutex_;
   mutable std::map<std::string, Measured> memo_;
+  mutable std::vector<Occurrence> occurrences_;
+  mutable std::map<std::string, std::size_t> occurrence_of_;
   mutable MeasuredCpuCostStats stats_;
 };
 

@@ -1,5 +1,6 @@
 // CPU-rank layer costs measured on the executor: alone first, then in context (rounds that
-// run one variant of every layer after another, as the plan runner runs a model).
+// run every layer whole after another, as the plan runner runs a model; shards scaled as
+// their layer).
 #include <gtest/gtest.h>
 
 #include <set>
@@ -48,17 +49,17 @@ TEST(MeasuredCpuCost, InContextRoundsRetimeEveryShardAndReplaceItsTimeAlone) {
 
   provider.measure_in_context(0.05);
   const MeasuredCpuCostStats after = provider.stats();
-  // Every layer has 1 to 3 variants, each timed in at least 5 rounds.
   EXPECT_GE(after.context_rounds, 5);
-  EXPECT_LE(after.context_rounds, 25 * 3);
+  EXPECT_LE(after.context_rounds, 25);
   EXPECT_EQ(after.measured, before.measured);  // nothing timed alone again
   EXPECT_GT(after.alone_sum_s, 0);
   EXPECT_GT(after.context_sum_s, 0);
-  // The memo now answers with the times in context: one sample's over the distinct shards
-  // add up to the context sum. Times alone were one sample's times the batch.
+  // Whole layers now cost their times in context (one sample each adds up to the context
+  // sum); each shard its time alone scaled as its layer's was. Times alone were one
+  // sample's times the batch.
   double context = 0, alone = 0;
-  std::set<std::string> seen;
   bool changed = false;
+  double layer_scale = 0;
   for (const auto& [shard, t_alone] : asked) {
     Layer one = shard;
     one.batch = 1;
@@ -67,9 +68,14 @@ TEST(MeasuredCpuCost, InContextRoundsRetimeEveryShardAndReplaceItsTimeAlone) {
     ASSERT_GT(first, 0);
     EXPECT_GT(both, first);
     changed = changed || both != t_alone;
-    if (!seen.insert(layer_signature(one)).second) continue;
-    context += first;
-    alone += t_alone / static_cast<double>(shard.batch);
+    const double first_alone = t_alone / static_cast<double>(shard.batch);
+    if (shard.split == 1) {  // the whole layer, asked first
+      context += first;
+      alone += first_alone;
+      layer_scale = first / first_alone;
+    } else {
+      EXPECT_NEAR(first / first_alone, layer_scale, 1e-9 * layer_scale) << shard.name;
+    }
   }
   EXPECT_TRUE(changed);
   EXPECT_NEAR(context, after.context_sum_s, 1e-9 + 1e-9 * context);

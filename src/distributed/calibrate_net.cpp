@@ -5,11 +5,17 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "distributed/mpi_session.hpp"
+#include "distributed/plan_runner.hpp"
+#include "ir/op_registry.hpp"
+#include "mapping/workload_from_graph.hpp"
 #include "util/atomic_file.hpp"
 #include "util/error.hpp"
 
@@ -50,6 +56,118 @@ double timed(int reps, Op op, bool idle = false) {
   }
   std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
   return times[times.size() / 2];
+}
+
+// A chain of `layers` fully connected layers: x[rows, width] times a constant
+// width x width, each layer reading the one before.
+Graph probe_graph(int layers, std::int64_t rows, std::int64_t width) {
+  Graph g;
+  g.name = "runner-probe";
+  g.opset = 17;
+  g.set_type("x", DType::F32, {rows, width});
+  g.inputs.push_back("x");
+  std::string prev = "x";
+  for (int i = 0; i < layers; ++i) {
+    const std::string weight = fmt::format("w{}", i);
+    g.set_constant(weight, Tensor(DType::F32, {width, width}));
+    Node n;
+    n.name = fmt::format("fc{}", i);
+    n.op_type = "MatMul";
+    n.inputs = {prev, weight};
+    n.outputs = {fmt::format("y{}", i)};
+    g.nodes.push_back(n);
+    infer_node_types(g, g.nodes.back());
+    prev = n.outputs[0];
+  }
+  g.outputs = {prev};
+  return g;
+}
+
+// The probe chain run by the real plan runner on one group of every rank, every layer
+// split by `s`, `batch` samples per inference: rank 0 gets every rank's events.
+DistributedRun run_probe(const Graph& g, mapping::Strategy s, int batch) {
+  const WorldInfo world = mpi_world();
+  const mapping::Workload w = mapping::extract_workload(g, batch, g.name);
+  MappingPlan plan;
+  plan.path = "(calibrate-net runner probe)";
+  plan.workload = g.name;
+  plan.batch = batch;
+  plan.groups = {{"cpu:cpux1", world.size, 0}};
+  for (const mapping::Layer& l : w.layers) plan.layers.push_back({l.name, 0, s, 0, 0});
+  RunSettings settings;
+  settings.batch = batch;
+  settings.repeat = 30;
+  settings.warmup_s = 0.1;
+  settings.timeout_s = 60;
+  std::vector<std::vector<TensorMap>> inputs(1);
+  for (int b = 0; b < batch; ++b)
+    inputs[0].push_back({{"x", Tensor(DType::F32, g.tensor("x").shape)}});
+  return run_plan(g, w, plan, inputs, settings);
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) internal_error("calibrate-net: the runner probe recorded no layers");
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+// The plan runner's own time between two layers of a rank: a chain of tiny layers
+// (x[1, 8], a microsecond each) run data-parallel, one sample per rank (the samples stay
+// on the ranks and nothing moves between layers); the median gap between the end of one
+// layer's computation and the start of the next on the same rank. Collective.
+double runner_step_seconds() {
+  const WorldInfo world = mpi_world();
+  const DistributedRun run = run_probe(probe_graph(24, 1, 8), mapping::Strategy::Batch, world.size);
+  double step = 0;
+  if (world.rank == 0) {
+    // Per rank and inference, its computations in time order.
+    std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> computed;
+    for (const TimedEvent& e : run.events) {
+      if (e.kind == "compute") computed[{e.rank, e.inference}].push_back({e.start_s, e.end_s});
+    }
+    std::vector<double> gaps;
+    for (auto& [key, spans] : computed) {
+      std::sort(spans.begin(), spans.end());
+      for (std::size_t i = 1; i < spans.size(); ++i) {
+        gaps.push_back(std::max(0.0, spans[i].first - spans[i - 1].second));
+      }
+    }
+    step = median_of(gaps);
+  }
+  check(MPI_Bcast(&step, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  return step;
+}
+
+// What a split layer's messages take in the runner, as bytes per second: a chain of
+// layers over 1 MB activations (x[1024, 256]) split by rows, one sample, so the leader
+// scatters each layer's row blocks and gathers the results. The time is everything the
+// leader spends on them (packing blocks, MPI, joining the results into fresh tensors,
+// waiting for the members), less the fitted point-to-point latency of its 2 (p - 1)
+// messages; the bytes are the (p - 1) / p of input and result that leave or reach it, as
+// the evaluator counts them (mapping/cpu_cluster_cost.hpp). The point-to-point fit, taken
+// between hot buffers, was 4x faster than this on MobileNetV2's split layers. Collective.
+double runner_transfer_gbs(double latency_s) {
+  const WorldInfo world = mpi_world();
+  constexpr std::int64_t kRows = 1024, kWidth = 256;
+  const DistributedRun run =
+      run_probe(probe_graph(8, kRows, kWidth), mapping::Strategy::Spatial, 1);
+  double gbs = 0;
+  if (world.rank == 0) {
+    std::map<std::pair<int, int>, double> moving;  // (inference, layer): leader's seconds
+    for (const TimedEvent& e : run.events) {
+      if (e.rank == 0 && (e.kind == "scatter" || e.kind == "gather")) {
+        moving[{e.inference, e.layer}] += e.end_s - e.start_s;
+      }
+    }
+    std::vector<double> per_layer;
+    for (const auto& [key, seconds] : moving) per_layer.push_back(seconds);
+    const int p = world.size;
+    const double bytes = 2.0 * kRows * kWidth * 4 * (p - 1) / p;
+    const double seconds = std::max(1e-9, median_of(per_layer) - 2.0 * (p - 1) * latency_s);
+    gbs = bytes / seconds / 1e9;
+  }
+  check(MPI_Bcast(&gbs, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  return gbs;
 }
 
 }  // namespace
@@ -106,6 +224,8 @@ NetworkFigures calibrate_network(const CalibrateOptions& opt) {
   f.allreduce = fit_alpha_beta(allreduce, "calibrate-net all-reduce");
   f.allgather = fit_alpha_beta(allgather, "calibrate-net all-gather");
   f.reduce_scatter = fit_alpha_beta(reduce_scatter, "calibrate-net reduce-scatter");
+  f.runner_step_us = runner_step_seconds() * 1e6;
+  f.runner_gbs = runner_transfer_gbs(f.p2p.latency_us * 1e-6);
   return f;
 }
 

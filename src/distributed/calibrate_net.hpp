@@ -1,7 +1,8 @@
 // `orchid calibrate-net`: measures this MPI world's point-to-point latency/bandwidth
 // (ping-pong between ranks 0 and 1) and the collectives the sharding strategies use
 // (all-reduce, all-gather, reduce-scatter, MPI's own implementations on all ranks) over
-// message sizes, and fits each to t(n) = latency + n / bandwidth.
+// message sizes, and fits each to t(n) = latency + n / bandwidth; and the plan runner's own
+// time per layer, from a chain of tiny layers run data-parallel on every rank.
 #pragma once
 
 #include <string>

@@ -77,6 +77,11 @@ std::string with_network_figures(const std::string& text, const std::string& pat
                   {"allreduce", fit_table(fig.allreduce)},
                   {"allgather", fit_table(fig.allgather)},
                   {"reduce_scatter", fit_table(fig.reduce_scatter)}};
+  if (fig.runner_step_us >= 0) {
+    toml::table runner{{"step_us", fig.runner_step_us}};
+    if (fig.runner_gbs > 0) runner.insert("gbs", fig.runner_gbs);
+    net.insert("runner", std::move(runner));
+  }
   root.insert_or_assign("network", std::move(net));
   // The file's leading comment block is kept (without an earlier run's note, so the note
   // appears once); toml++ drops the other comments.

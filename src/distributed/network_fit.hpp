@@ -32,10 +32,18 @@ struct NetworkFigures {
   AlphaBeta allreduce;       // whole-buffer size
   AlphaBeta allgather;       // gathered (output) size
   AlphaBeta reduce_scatter;  // whole input size
+  // The plan runner's own time between two layers of a rank (receives checked, messages
+  // posted, timeline events, tensors released), beside the layers' computations, which
+  // `orchid map` measures; -1: not measured.
+  double runner_step_us = -1;
+  // What a split layer's messages take in the plan runner (blocks packed, sent, joined
+  // into fresh tensors), as 1e9 bytes per second; 0: not measured.
+  double runner_gbs = 0;
 };
 
 // The system file `text` with [bandwidth] intra/inter_group_gbs and host_gbs set from the
-// point-to-point fit and a [network] table of every fit (replaced if present). Other
+// point-to-point fit and a [network] table of every fit and the runner's figures
+// ([network.runner] step_us and gbs, when measured) (replaced if present). Other
 // keys are kept; of the comments only the file's leading block survives.
 std::string with_network_figures(const std::string& text, const std::string& path,
                                  const NetworkFigures& figures);

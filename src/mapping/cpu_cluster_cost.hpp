@@ -11,6 +11,7 @@
 //    Each message costs latency + bytes / bandwidth (the point-to-point fit of
 //    `orchid calibrate-net`); a root sends or receives its p - 1 blocks one after the
 //    other, a broadcast or reduce takes ceil(log2 p) rounds;
+//  - the runner's own time per layer (calibrated), on top of the measured computation;
 //  - oversubscription: ranks that share fewer cores than they have threads run slower
 //    by threads / cores while they all compute.
 #pragma once
@@ -25,8 +26,11 @@ namespace orchid::mapping {
 
 struct CpuNetwork {
   double latency_s = 0;  // per message
-  double gbs = 1;        // bytes per ns
+  double gbs = 1;        // bytes per ns: [network.runner] gbs if measured, else [network.p2p]
   int cores = 0;         // cores the ranks share; 0: each thread has its own
+  // The plan runner's own time per layer a rank runs, beside the layer's computation
+  // ([network.runner] step_us from `orchid calibrate-net`; 0 without it).
+  double step_s = 0;
 };
 
 // Whether the runner splits `layer` by `s` over p > 1 ranks (batch: always).

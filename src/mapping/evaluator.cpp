@@ -91,7 +91,9 @@ Evaluator::Evaluator(const Workload& workload, const System& system,
           const double t = provider.compute_seconds(split ? shard : layer, cpu);
           const int busy = cpu_busy_ranks(layer, st, p);
           compute_[slot(l, 0, p, st)] =
-              t < 0 ? t : t * cpu_oversubscription(busy * cpu.threads, system.cpu_network);
+              t < 0 ? t
+                    : (t + system.cpu_network.step_s) *
+                          cpu_oversubscription(busy * cpu.threads, system.cpu_network);
           continue;
         }
         comm = intra_layer_comm_seconds(layer, st, p, system.intra_group_gbs, bytes_per_element());

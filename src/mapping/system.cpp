@@ -237,6 +237,18 @@ CpuNetwork cpu_network(const toml::table& root, const toml::table& cpu, double g
   const double latency_us = number(*p2p, "latency_us", path, "[network.p2p]", true);
   if (!(latency_us >= 0)) fail("{}: [network.p2p]: key 'latency_us' must not be negative", path);
   net.latency_s = latency_us * 1e-6;
+  if (const toml::node* runner = root["network"].as_table()->get("runner")) {
+    if (!runner->is_table()) fail("{}: [network.runner] must be a table", path);
+    const toml::table& t = *runner->as_table();
+    reject_unknown_keys(t, {"step_us", "gbs"}, path, "[network.runner]");
+    // The runner's own rate for a split layer's messages, when measured, prices them.
+    if (t.get("gbs") != nullptr) net.gbs = positive(t, "gbs", path, "[network.runner]");
+    const double step_us = number(t, "step_us", path, "[network.runner]", true);
+    if (!(step_us >= 0 && step_us <= kMaxFigure)) {
+      fail("{}: [network.runner]: key 'step_us' must lie in [0, {}]", path, kMaxFigure);
+    }
+    net.step_s = step_us * 1e-6;
+  }
   return net;
 }
 
@@ -529,8 +541,9 @@ System parse_system(const std::string& content, const std::string& path, const C
   if (const toml::node* n = root.get("network")) {
     const toml::table* net = n->as_table();
     if (net == nullptr) fail("{}: key 'network' must be a table", path);
-    reject_unknown_keys(*net, {"ranks", "p2p", "allreduce", "allgather", "reduce_scatter"}, path,
-                        "[network]");
+    reject_unknown_keys(*net,
+                        {"ranks", "p2p", "allreduce", "allgather", "reduce_scatter", "runner"},
+                        path, "[network]");
     integer(*net, "ranks", path, "[network]", 1, kMaxDevices, false, 1);
     for (const char* kind : {"p2p", "allreduce", "allgather", "reduce_scatter"}) {
       const toml::node* fit = net->get(kind);

@@ -8,6 +8,7 @@
 #include "distributed/network_fit.hpp"
 #include "distributed/tensor_slices.hpp"
 #include "error_message.hpp"
+#include "mapping/evaluator.hpp"
 #include "mapping/system.hpp"
 
 namespace orchid::distributed {
@@ -45,6 +46,48 @@ TEST(DistributedNetworkFit, WritesBandwidthsTheSystemLoaderReads) {
   // Calibrating again keeps the header as it was: one note, not one per run.
   const std::string again = with_network_figures(out, "c.toml", f);
   EXPECT_EQ(again, out);
+}
+
+// The runner's figures measured by calibrate-net are read back: its step per layer is
+// charged once per layer a group runs, on top of its computation, and its rate for split
+// layers' messages prices them; a negative step is refused by key.
+TEST(DistributedNetworkFit, RunnerStepIsChargedPerLayer) {
+  NetworkFigures f;
+  f.ranks = 2;
+  f.p2p = {3, 4.5, 0.01};
+  f.allreduce = f.allgather = f.reduce_scatter = {10, 2, 0.02};
+  const std::string text = "name = \"c\"\n\n[devices.cpu]\nranks = 2\nthreads = 1\n";
+  const std::string at = std::string(ORCHID_SOURCE_DIR) + "/configs/systems/c.toml";
+  const std::string without = with_network_figures(text, "c.toml", f);
+  EXPECT_EQ(without.find("[network.runner]"), std::string::npos) << without;
+  f.runner_step_us = 0.25;
+  f.runner_gbs = 1.5;
+  const std::string with = with_network_figures(text, "c.toml", f);
+  const mapping::System a = mapping::parse_system(without, at);
+  const mapping::System b = mapping::parse_system(with, at);
+  EXPECT_DOUBLE_EQ(a.cpu_network.step_s, 0);
+  EXPECT_DOUBLE_EQ(b.cpu_network.step_s, 0.25e-6);
+  // The runner's own rate for split layers' messages replaces the point-to-point fit's.
+  EXPECT_DOUBLE_EQ(a.cpu_network.gbs, 4.5);
+  EXPECT_DOUBLE_EQ(b.cpu_network.gbs, 1.5);
+  mapping::Workload w;
+  w.name = "one";
+  mapping::Layer l;
+  l.name = "fc";
+  l.kind = mapping::LayerKind::Fc;
+  l.m = l.n = 64;
+  w.layers.push_back(l);
+  w.link();
+  const mapping::Evaluator ea(w, a), eb(w, b);
+  for (int p : {1, 2}) {
+    const mapping::Strategy s = p == 1 ? mapping::Strategy::None : mapping::Strategy::OutChannel;
+    EXPECT_NEAR(eb.compute_seconds(0, 0, p, s) - ea.compute_seconds(0, 0, p, s), 0.25e-6, 1e-15)
+        << p;
+  }
+  std::string bad = with;
+  bad.replace(bad.find("step_us = 0.25"), 14, "step_us = -1.0");
+  EXPECT_NE(error_of([&] { mapping::parse_system(bad, at); }).find("'step_us'"), std::string::npos)
+      << error_of([&] { mapping::parse_system(bad, at); });
 }
 
 TEST(DistributedTensorSlices, SliceConcatRoundTripAndSum) {

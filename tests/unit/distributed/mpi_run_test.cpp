@@ -324,3 +324,29 @@ TEST(DistributedRun, WrongWorldSizeOrModelFailsOnEveryRankWithoutHanging) {
 }
 
 }  // namespace
+
+namespace {
+
+// `orchid calibrate-net` on 2 ranks writes every fit and the runner's step per layer into
+// the system file, which the system loader reads back for the evaluator.
+TEST(DistributedCalibrate, WritesFitsAndTheRunnerStepTheLoaderReads) {
+  const fs::path dir = scratch("calibrate");
+  const fs::path system = dir / "cpu2.toml";
+  fs::copy_file(kSystems + "cpu2.toml", system, fs::copy_options::overwrite_existing);
+  const Result r = sh(mpirun(2) + kOrchid + " calibrate-net --system " + system.string() +
+                      " --max-bytes 65536 --reps 3");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("runner step"), std::string::npos) << r.output;
+  std::ifstream in(system);
+  std::stringstream text;
+  text << in.rdbuf();
+  for (const char* table : {"[network.p2p]", "[network.allreduce]", "[network.runner]", "gbs"}) {
+    EXPECT_NE(text.str().find(table), std::string::npos) << table << "\n" << text.str();
+  }
+  const Result map = sh(kOrchid + " map " + kModels + "/tiny_conv.onnx --system " +
+                        system.string() + " --batch 2 --quiet --generations 2");
+  EXPECT_EQ(map.status, 0) << map.output;
+  fs::remove_all(dir);
+}
+
+}  // namespace

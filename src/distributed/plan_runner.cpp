@@ -97,8 +97,16 @@ class Runner {
     if (MPI_Comm_split(MPI_COMM_WORLD, group_, rank_, &comm_) != MPI_SUCCESS) {
       fail("rank {}: MPI_Comm_split for group {} failed", rank_, group_);
     }
+    // Batch layers move samples among the members that get some (block_range gives the
+    // first min(batch, members) one block each at least).
+    holders_ = std::min(members_, settings_.batch);
+    if (MPI_Comm_split(comm_, member_ < holders_ ? 0 : MPI_UNDEFINED, member_, &batch_comm_) !=
+        MPI_SUCCESS) {
+      fail("rank {}: MPI_Comm_split for group {}'s sample holders failed", rank_, group_);
+    }
   }
   ~Runner() {
+    if (batch_comm_ != MPI_COMM_NULL) MPI_Comm_free(&batch_comm_);
     if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
     if (active_ != MPI_COMM_NULL) MPI_Comm_free(&active_);
   }
@@ -246,14 +254,19 @@ class Runner {
   };
   std::vector<LayerMessages> messages_;
   MPI_Comm comm_ = MPI_COMM_NULL;  // the group's ranks, for its collectives
+  // The members that get samples of a batch layer (the first `holders_`), for its scatters
+  // and gathers; null on the others, which have no part in batch layers at all.
+  MPI_Comm batch_comm_ = MPI_COMM_NULL;
+  int holders_ = 1;
   const Graph& g_;
   const mapping::Workload& w_;
   const MappingPlan& plan_;
   const std::vector<std::vector<TensorMap>>& inputs_;
   const RunSettings settings_;
   int rank_ = 0, size_ = 1, group_ = 0, member_ = 0, members_ = 1, leader_ = 0;
-  // Ranks that run rounds: those whose group has layers, and rank 0 (it collects the
-  // outputs). The others (a plan may leave a group without layers) only wait for the end.
+  // Ranks that run rounds: those with work in some layer, and rank 0 (it collects the
+  // outputs). The others (a plan may leave a group without layers, or a batch smaller than
+  // a group members without samples) only wait for the end.
   MPI_Comm active_ = MPI_COMM_NULL;
   Layout lay_;
   double t0_ = 0;
@@ -1028,9 +1041,13 @@ void Runner::plan_messages() {
 // scattered to them by blocks, each member runs the whole layer on its samples, and the
 // results that the leader needs whole gathered back.
 void Runner::run_batch(int inference, int layer) {
+  // A member without samples has no part in it: waiting in its collectives would take a
+  // core from the members that compute (4 ranks on 2 cores, batch 2: the final gather of a
+  // 20 us plan took 6 us with the two idle members in it).
+  if (member_ >= holders_) return;
   const bool leader = member_ == 0;
-  std::vector<int> first(members_), count(members_);
-  for (int m = 0; m < members_; ++m) {
+  std::vector<int> first(holders_), count(holders_);
+  for (int m = 0; m < holders_; ++m) {
     const auto [lo, hi] = block_range(settings_.batch, m, members_);
     first[m] = static_cast<int>(lo);
     count[m] = static_cast<int>(hi - lo);
@@ -1039,8 +1056,8 @@ void Runner::run_batch(int inference, int layer) {
   auto exchange = [&](const std::string& t, bool scatter) {
     const TensorInfo& info = g_.tensor(t);
     const int bytes = static_cast<int>(shape_numel(info.shape) * dtype_size(info.dtype));
-    std::vector<int> counts(members_), displs(members_);
-    for (int m = 0; m < members_; ++m) counts[m] = count[m] * bytes, displs[m] = first[m] * bytes;
+    std::vector<int> counts(holders_), displs(holders_);
+    for (int m = 0; m < holders_; ++m) counts[m] = count[m] * bytes, displs[m] = first[m] * bytes;
     std::vector<std::byte> all(leader ? static_cast<std::size_t>(settings_.batch) * bytes : 0);
     std::vector<std::byte> mine(static_cast<std::size_t>(counts[member_]));
     const Stamp start = stamp();
@@ -1052,7 +1069,7 @@ void Runner::run_batch(int inference, int layer) {
         }
       }
       MPI_Iscatterv(all.data(), counts.data(), displs.data(), MPI_BYTE, mine.data(),
-                    counts[member_], MPI_BYTE, 0, comm_, &request);
+                    counts[member_], MPI_BYTE, 0, batch_comm_, &request);
       wait_collective(request, "a batch scatter",
                       static_cast<double>(std::max(all.size(), mine.size())));
       for (int i = 0; i < count[member_]; ++i) {
@@ -1066,7 +1083,7 @@ void Runner::run_batch(int inference, int layer) {
                     bytes);
       }
       MPI_Igatherv(mine.data(), counts[member_], MPI_BYTE, all.data(), counts.data(), displs.data(),
-                   MPI_BYTE, 0, comm_, &request);
+                   MPI_BYTE, 0, batch_comm_, &request);
       wait_collective(request, "a batch gather",
                       static_cast<double>(std::max(all.size(), mine.size())));
       if (leader) {
@@ -1179,8 +1196,15 @@ DistributedRun Runner::run() {
   MPI_Allreduce(&ready, &all_ready, 1, MPI_INT, MPI_SUM, comm_);
   DistributedRun result;
   std::vector<TimedEvent> timed;
+  // Ranks with work: rank 0 (it collects the outputs), the leader of a group with layers,
+  // and members with a part in some layer: a split layer's part, or samples of a batch
+  // layer (a batch smaller than the group leaves the last members without any).
   bool has_layers = rank_ == 0;
-  for (const PlanLayer& l : plan_.layers) has_layers = has_layers || l.group == group_;
+  for (int l = 0; l < static_cast<int>(plan_.layers.size()); ++l) {
+    if (plan_.layers[l].group != group_) continue;
+    has_layers = has_layers || member_ == 0 || sharded_.count(l) != 0 ||
+                 (plan_.layers[l].sharding == Strategy::Batch && member_ < holders_);
+  }
   if (MPI_Comm_split(MPI_COMM_WORLD, has_layers ? 0 : 1, rank_, &active_) != MPI_SUCCESS) {
     fail("rank {}: MPI_Comm_split for the ranks with layers failed", rank_);
   }
@@ -1220,7 +1244,7 @@ DistributedRun Runner::run() {
   }
   result.warmup_rounds = warm;
   events_ = std::move(timed);
-  // A rank without layers waits here for the whole run, waking every 10 ms: were it to
+  // A rank without work waits here for the whole run, waking every 10 ms: were it to
   // keep step with the rounds, the ranks that compute would sleep between them while it
   // polls, and a rank that slept finds its caches cold (a 20 us inference ran 1.8x
   // slower). The ranks that compute bound every wait of their own, and a rank that fails
@@ -1228,7 +1252,7 @@ DistributedRun Runner::run() {
   MPI_Request all_done;
   MPI_Ibarrier(MPI_COMM_WORLD, &all_done);
   if (has_layers) {
-    wait(all_done, "the ranks without layers");
+    wait(all_done, "the ranks without work");
   } else {
     const int most_rounds = std::max(settings_.warmup, kMaxWarmupRounds) + settings_.repeat;
     wait_bounded(all_done, settings_.timeout_s * most_rounds, "the other ranks to finish", 0,

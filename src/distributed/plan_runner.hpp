@@ -7,7 +7,9 @@
 //  - none: the leader runs the layer;
 //  - batch: every tensor the layer reads is scattered by blocks of samples
 //    (MPI_Iscatterv), each member runs the layer on its samples, the results are
-//    gathered back (MPI_Igatherv);
+//    gathered back (MPI_Igatherv); a batch smaller than the group gives the first members
+//    a sample each, and the others take no part (they wait for the end if nothing else
+//    needs them);
 //  - out-channel, in-channel (all-reduce / reduce-scatter), spatial: the layer's linear op
 //    is split (op_shards.hpp); the leader broadcasts the activation (MPI_Ibcast, out-
 //    channel) or scatters its blocks (MPI_Iscatterv: channel blocks, or row blocks with

@@ -29,11 +29,17 @@ TEST(DistributedNetworkFit, RecoversLatencyAndBandwidth) {
             std::string::npos);
 }
 
-TEST(DistributedNetworkFit, WritesBandwidthsTheSystemLoaderReads) {
+// Figures of two ranks: point-to-point 3 us + 4.5 GB/s, every collective 10 us + 2 GB/s.
+NetworkFigures two_rank_figures() {
   NetworkFigures f;
   f.ranks = 2;
   f.p2p = {3, 4.5, 0.01};
   f.allreduce = f.allgather = f.reduce_scatter = {10, 2, 0.02};
+  return f;
+}
+
+TEST(DistributedNetworkFit, WritesBandwidthsTheSystemLoaderReads) {
+  const NetworkFigures f = two_rank_figures();
   const std::string text = "# my cluster\nname = \"c\"\n\n[devices.cpu]\nranks = 2\nthreads = 1\n";
   const std::string out = with_network_figures(text, "c.toml", f);
   EXPECT_EQ(out.rfind("# my cluster\n", 0), 0u) << out;
@@ -52,10 +58,7 @@ TEST(DistributedNetworkFit, WritesBandwidthsTheSystemLoaderReads) {
 // charged once per layer a group runs, on top of its computation, and its rate for split
 // layers' messages prices them; a negative step is refused by key.
 TEST(DistributedNetworkFit, RunnerStepIsChargedPerLayer) {
-  NetworkFigures f;
-  f.ranks = 2;
-  f.p2p = {3, 4.5, 0.01};
-  f.allreduce = f.allgather = f.reduce_scatter = {10, 2, 0.02};
+  NetworkFigures f = two_rank_figures();
   const std::string text = "name = \"c\"\n\n[devices.cpu]\nranks = 2\nthreads = 1\n";
   const std::string at = std::string(ORCHID_SOURCE_DIR) + "/configs/systems/c.toml";
   const std::string without = with_network_figures(text, "c.toml", f);

@@ -1199,20 +1199,20 @@ DistributedRun Runner::run() {
   // Ranks with work: rank 0 (it collects the outputs), the leader of a group with layers,
   // and members with a part in some layer: a split layer's part, or samples of a batch
   // layer (a batch smaller than the group leaves the last members without any).
-  bool has_layers = rank_ == 0;
+  bool has_work = rank_ == 0;
   for (int l = 0; l < static_cast<int>(plan_.layers.size()); ++l) {
     if (plan_.layers[l].group != group_) continue;
-    has_layers = has_layers || member_ == 0 || sharded_.count(l) != 0 ||
-                 (plan_.layers[l].sharding == Strategy::Batch && member_ < holders_);
+    has_work = has_work || member_ == 0 || sharded_.count(l) != 0 ||
+               (plan_.layers[l].sharding == Strategy::Batch && member_ < holders_);
   }
-  if (MPI_Comm_split(MPI_COMM_WORLD, has_layers ? 0 : 1, rank_, &active_) != MPI_SUCCESS) {
+  if (MPI_Comm_split(MPI_COMM_WORLD, has_work ? 0 : 1, rank_, &active_) != MPI_SUCCESS) {
     fail("rank {}: MPI_Comm_split for the ranks with layers failed", rank_);
   }
   // Untimed rounds first: `warmup` of them, and more until they have taken `warmup_s`
   // (every round's time is the maximum over the ranks, so they all agree when to stop).
   int warm = 0, timed_rounds = 0;
   double warm_s = 0;
-  while (has_layers && timed_rounds < settings_.repeat) {
+  while (has_work && timed_rounds < settings_.repeat) {
     const bool is_timed =
         warm >= settings_.warmup && (warm_s >= settings_.warmup_s || warm >= kMaxWarmupRounds);
     const int first_inference = timed_rounds * settings_.stream;
@@ -1251,7 +1251,7 @@ DistributedRun Runner::run() {
   // ends all of them.
   MPI_Request all_done;
   MPI_Ibarrier(MPI_COMM_WORLD, &all_done);
-  if (has_layers) {
+  if (has_work) {
     wait(all_done, "the ranks without work");
   } else {
     const int most_rounds = std::max(settings_.warmup, kMaxWarmupRounds) + settings_.repeat;

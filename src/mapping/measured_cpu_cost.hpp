@@ -54,8 +54,8 @@ class MeasuredCpuCostProvider : public LayerCostProvider {
                           double model_bytes = 1e18, double target_seconds = 0.02);
   double compute_seconds(const Layer& layer, const Design& design) const override;
   // Times the layers measured so far in context (see above): at least 5 rounds, more (at
-  // most 25, or more until 50 ms) until they have taken `context_seconds`. A subgraph that fails to run keeps
-  // its time alone. Callers price again afterwards.
+  // most 25, or more until 50 ms) until they have taken `context_seconds`. A subgraph that fails to
+  // run keeps its time alone. Callers price again afterwards.
   void measure_in_context(double context_seconds = 2.0);
   MeasuredCpuCostStats stats() const;
 

@@ -49,7 +49,7 @@ TEST(MeasuredCpuCost, InContextRoundsRetimeEveryShardAndReplaceItsTimeAlone) {
 
   provider.measure_in_context(0.05);
   const MeasuredCpuCostStats after = provider.stats();
-  EXPECT_GT(after.context_rounds, 25);  // microseconds a round: rounds until 50 ms
+  EXPECT_GT(after.context_rounds, 25);         // microseconds a round: rounds until 50 ms
   EXPECT_EQ(after.measured, before.measured);  // nothing timed alone again
   EXPECT_GT(after.alone_sum_s, 0);
   EXPECT_GT(after.context_sum_s, 0);

@@ -5,7 +5,7 @@
     .venv/bin/python bench/executor_benchmark.py --quick          # smoke run (3 timed runs, 1 round)
     .venv/bin/python bench/executor_benchmark.py --models resnet50,bert_base --threads 2
     .venv/bin/python bench/executor_benchmark.py --models all     # every models/*.onnx (tiny_* too)
-    .venv/bin/python bench/executor_benchmark.py --engines default,default-avx2,onnxruntime --load 0
+    .venv/bin/python bench/executor_benchmark.py --engines default,default-avx2,onnxruntime,onnxruntime-avx2 --load 0
                                                   # orchid's default command vs ORT only (no profiling)
     .venv/bin/python bench/executor_benchmark.py --models none --third-party /tmp/tp
                                                   # the exports tools/check_third_party.py --work /tmp/tp left
@@ -20,8 +20,10 @@ these engines (--engines picks a subset):
                   kept; --reselect so that this selection is timed again in every round). Its
                   chosen plan, orchestration and selection seconds (reported apart from the
                   run time) and its predicted time come from the JSON (docs/json_output.md).
-  default-avx2    the same with ONEDNN_MAX_CPU_ISA=AVX2 (oneDNN's AVX2 kernels on an AVX-512
-                  machine); ONNX Runtime cannot be capped so, it runs its native ISA.
+  default-avx2    the same on a CPU masked to AVX2: bench/avx2_only.c, preloaded, hides AVX-512,
+                  AVX-VNNI and AMX from CPUID (Linux CPUID faulting), so that oneDNN and
+                  orchid's own vector code take their AVX2 paths as on an AVX2-only machine.
+                  Where CPUID faulting is missing: ONEDNN_MAX_CPU_ISA=AVX2 (oneDNN only).
   optimal, operator-level, greedy-fusion
                   plans costed by measurements on this machine:
                     orchid orchestrate M --device cpu --profile --profile-db DB --plan-kind K --json P
@@ -34,6 +36,10 @@ these engines (--engines picks a subset):
   onnxruntime     PyPI onnxruntime, CPUExecutionProvider, ORT_ENABLE_ALL, intra_op_num_threads
                   T, inter_op_num_threads 1, ORT_SEQUENTIAL, on a self-contained copy written by
                   `orchid materialize` (the weights orchid regenerates for stripped zoo files).
+  onnxruntime-avx2
+                  the same under bench/avx2_only.c: MLAS's AVX2 kernels, the peer of
+                  default-avx2 (n/a where the CPU cannot be masked; AVX2/ORT then divides by
+                  the native ONNX Runtime).
   pytorch         PyTorch eager (torch.set_num_threads(T), one inter-op thread,
                   inference_mode) on the module models/export_zoo.py builds; its weights are
                   torch's random init (timing only); zoo models with a torch definition only.
@@ -95,15 +101,21 @@ WARMUP = 1   # `orchid run` always does exactly one warm-up run before --repeat 
 DEFAULTS = ["default", "default-avx2"]
 PLAN_KINDS = ["optimal", "operator-level", "greedy-fusion"]
 WORKERS = ["onnxruntime", "pytorch"]
-ENGINES = DEFAULTS + PLAN_KINDS + WORKERS
+ORT_AVX2 = "onnxruntime-avx2"   # the ONNX Runtime worker on a CPU masked to AVX2
+ENGINES = DEFAULTS + PLAN_KINDS + WORKERS + [ORT_AVX2]
 LOAD_ENGINES = ["default", "onnxruntime"]          # timed again under competing load
 RSS_ENGINES = ["default", "greedy-fusion", "onnxruntime"]
-AVX2_ENV = {"ONEDNN_MAX_CPU_ISA": "AVX2"}
+AVX2_ENV = {"ONEDNN_MAX_CPU_ISA": "AVX2"}   # where the CPU cannot be masked: oneDNN only
+# glibc reads CPUID before bench/avx2_only.c can mask it; its own AVX-512 string functions are
+# turned off by name.
+GLIBC_NO_AVX512 = {"GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,"
+                                     "-AVX512CD,-AVX512ER,-AVX512PF"}
 SPINNER = ["taskset", "-c", "0", "sh", "-c", "while :; do :; done"]
 TRANSFORMERS = ("vit", "bert", "segformer", "distilbert")   # name parts of transformer models
 LABELS = {"default": "orchid default", "default-avx2": "orchid default AVX2",
           "optimal": "optimal", "operator-level": "operator-level",
-          "greedy-fusion": "greedy-fusion", "onnxruntime": "ONNX Runtime", "pytorch": "PyTorch"}
+          "greedy-fusion": "greedy-fusion", "onnxruntime": "ONNX Runtime", "pytorch": "PyTorch",
+          ORT_AVX2: "ONNX Runtime AVX2"}
 
 # Targets (issue 12), reported, never asserted.
 TARGET_ORT_GEOMEAN = 0.9     # default / ORT time, geometric mean over the models
@@ -373,6 +385,27 @@ def cpuinfo() -> tuple[str, set[str]]:
     return name, flags
 
 
+def avx2_setup(work: Path) -> tuple[dict, bool, str]:
+    """How the AVX2 columns run here: (environment, whether every engine sees an AVX2-only
+    CPU, a note). Where Linux offers CPUID faulting, bench/avx2_only.c (built here with cc)
+    is preloaded into orchid and ONNX Runtime alike; elsewhere only oneDNN can be capped."""
+    _, flags = cpuinfo()
+    if "avx512f" not in flags:
+        return {}, False, "this CPU has no AVX-512: the native columns already run AVX2"
+    why = ("no CPUID faulting here (x86 flag cpuid_fault)" if "cpuid_fault" not in flags
+           else "no C compiler (cc)" if not shutil.which("cc") else "")
+    if not why:
+        lib = work / "avx2_only.so"
+        r = run_cmd(["cc", "-O2", "-shared", "-fPIC", "-fno-stack-protector", "-o", str(lib),
+                     str(ROOT / "bench" / "avx2_only.c")], 120)
+        if r.rc == 0:
+            return ({"LD_PRELOAD": str(lib), **GLIBC_NO_AVX512}, True,
+                    "orchid and ONNX Runtime on a CPU masked to AVX2 (bench/avx2_only.c)")
+        why = "bench/avx2_only.c did not build: " + first_line(r.err or r.out)
+    return (AVX2_ENV, False,
+            f"orchid with ONEDNN_MAX_CPU_ISA=AVX2, ONNX Runtime native ({why})")
+
+
 def orchid_commit(orchid: str) -> str:
     """Short HEAD of the repository that holds the orchid binary (else of this script's)."""
     repo = sh(["git", "-C", str(Path(orchid).resolve().parent), "rev-parse", "--show-toplevel"])
@@ -518,7 +551,7 @@ def bench_model(model: Model, a, prof: bool, kind: bool, work: Path) -> dict:
     # ONNX Runtime runs a self-contained copy (stripped zoo files: orchid's weights).
     stripped = {p.key: p.value for p in proto.metadata_props}.get("orchid.weights") == "stripped"
     ort_model = str(model.path)
-    if stripped and ("onnxruntime" in wanted):
+    if stripped and ("onnxruntime" in wanted or ORT_AVX2 in wanted):
         full = mdir / "full.onnx"
         r = run_cmd([a.orchid, "materialize", str(model.path), str(full)], a.timeout)
         row["materialize_s"] = round(r.wall_s, 2)
@@ -572,10 +605,12 @@ def bench_model(model: Model, a, prof: bool, kind: bool, work: Path) -> dict:
                                        a.threads, a.timeout, engine_env, pin,
                                        outs(name) if save else None)
 
-    def worker_engine(engine: str, target: str) -> Callable[[bool], dict]:
+    def worker_engine(engine: str, target: str, name: str = "",
+                      engine_env: dict | None = None) -> Callable[[bool], dict]:
+        name = name or engine
         return lambda save: worker_run(
-            a.python, engine, target, manifest, a.threads, a.repeat, mdir / f"{engine}.json",
-            a.timeout, env, pin, ort_out if save and engine == "onnxruntime" else None)
+            a.python, engine, target, manifest, a.threads, a.repeat, mdir / f"{name}.json",
+            a.timeout, engine_env or env, pin, ort_out if save and name == "onnxruntime" else None)
 
     engines: dict[str, Callable[[bool], dict]] = {}
     for e in wanted:
@@ -585,13 +620,18 @@ def bench_model(model: Model, a, prof: bool, kind: bool, work: Path) -> dict:
             engines[e] = orchid_engine(e, ["--device", "cpu", "--reselect"], default_env)
         elif e == "default-avx2":
             engines[e] = orchid_engine(e, ["--device", "cpu", "--reselect"],
-                                       dict(default_env, **AVX2_ENV))
+                                       dict(default_env, **a.avx2_env))
         elif e in plans:
             engines[e] = orchid_engine(e, ["--plan", str(plans[e])], env)
         elif e == "onnxruntime":
             engines[e] = worker_engine(e, ort_model)
         elif e == "pytorch":
             engines[e] = worker_engine(e, model.name)
+        elif e == ORT_AVX2:
+            if a.avx2_masked:
+                engines[e] = worker_engine("onnxruntime", ort_model, e, dict(env, **a.avx2_env))
+            else:
+                err[e] = f"n/a: {a.avx2_note}"
 
     # Unloaded timing: every engine.
     results = timing_rounds(engines, a.rounds, err, "", save_first=True)
@@ -619,7 +659,7 @@ def bench_model(model: Model, a, prof: bool, kind: bool, work: Path) -> dict:
             row[f"{e}_orchestrate_first_s"] = max(firsts) if firsts else float("nan")
         if e in plans and row.get(f"{e}_predicted_ms", 0) > 0:   # NaN > 0 is False
             row[f"{e}_pred_err"] = b["median_ms"] / row[f"{e}_predicted_ms"] - 1
-        if e not in WORKERS and (ort_out / f"{sanitize(out_names[0])}.npy").exists():
+        if e not in WORKERS + [ORT_AVX2] and (ort_out / f"{sanitize(out_names[0])}.npy").exists():
             row[f"{e}_vs_ort"] = compare_outputs(outs(e), ort_out, out_names)
 
     # Competing load: the default command and ONNX Runtime again, per load level.
@@ -648,7 +688,7 @@ def bench_model(model: Model, a, prof: bool, kind: bool, work: Path) -> dict:
     ratio = lambda x, y: row[f"{x}_median_ms"] / row[f"{y}_median_ms"] \
         if f"{x}_median_ms" in row and f"{y}_median_ms" in row else None
     for key, x, y in (("default_ort", "default", "onnxruntime"),
-                      ("avx2_ort", "default-avx2", "onnxruntime"),
+                      ("avx2_ort", "default-avx2", ORT_AVX2 if a.avx2_masked else "onnxruntime"),
                       ("opt_greedy", "optimal", "greedy-fusion"),
                       ("opt_operator", "optimal", "operator-level"),
                       ("opt_ort", "optimal", "onnxruntime"),
@@ -703,7 +743,7 @@ def is_transformer(model: str) -> bool:
     return any(t in model.lower() for t in TRANSFORMERS)
 
 
-def target_lines(rows: list[dict], loads: list[int]) -> list[str]:
+def target_lines(rows: list[dict], loads: list[int], avx2_note: str) -> list[str]:
     """The issue's targets, each with its numbers and met / missed (never asserted)."""
     def line(goal: str, n: int, ok: bool, numbers: str) -> str:
         return f"- {goal}: " + (f"{numbers} — {'**met**' if ok else '**missed**'}" if n
@@ -714,7 +754,7 @@ def target_lines(rows: list[dict], loads: list[int]) -> list[str]:
                 if isinstance(r.get(key), float) and not math.isnan(r[key])]
     L = []
     for key, isa in (("default_ort", "native ISA"),
-                     ("avx2_ort", "orchid with ONEDNN_MAX_CPU_ISA=AVX2, ORT native")):
+                     ("avx2_ort", avx2_note)):
         xs = pairs(key)
         g = geomean([x for _, x in xs])
         above = [f"{m} {x:.2f}" for m, x in xs if x > TARGET_ORT_MAX]
@@ -817,9 +857,13 @@ def write_results(rows: list[dict], a, mach: dict, notes: list[str], done: bool,
         "",
         f"- machine: {mach['cpu']}, {mach['cores']} cores ({mach['usable_cores']} usable by this "
         f"process), {mach['memory']} memory, ISA flags {mach['isa_flags']}; {mach['os']}",
-        f"- oneDNN ISA orchid reports (`cpu.onednn_isa`): native {isas('default')}; with "
-        f"ONEDNN_MAX_CPU_ISA=AVX2 {isas('default-avx2')}. ONNX Runtime cannot be forced to AVX2: "
-        "next to the AVX2 column it runs its native ISA.",
+        f"- oneDNN ISA orchid reports (`cpu.onednn_isa`): native {isas('default')}; AVX2 columns "
+        f"{isas('default-avx2')}: {a.avx2_note}. "
+        + ("The library turns on Linux's CPUID faulting and answers CPUID without AVX-512, "
+           "AVX-VNNI and AMX, so oneDNN, ONNX Runtime's MLAS and orchid's own vector code all "
+           "pick their AVX2 kernels (GLIBC_TUNABLES does the same for glibc)."
+           if a.avx2_masked else "ONNX Runtime cannot be capped there: next to the AVX2 "
+           "column it runs its native ISA."),
         f"- software: orchid {mach['orchid'].replace('orchid ', '')} (commit {mach['commit']}), "
         f"oneDNN {mach['onednn']}, onnxruntime {mach['onnxruntime']}, torch {mach['torch']}, "
         f"numpy {mach['numpy']}, Python {mach['python']}",
@@ -846,7 +890,7 @@ def write_results(rows: list[dict], a, mach: dict, notes: list[str], done: bool,
                  "ONNX Runtime are timed again (same rounds scheme); slowdown = loaded / unloaded "
                  "median")
     L += [f"- **note:** {n}" for n in notes]
-    L += ["", "## Targets (reported, not asserted)", ""] + target_lines(rows, a.load)
+    L += ["", "## Targets (reported, not asserted)", ""] + target_lines(rows, a.load, a.avx2_note)
 
     if has("default", "default-avx2"):
         L += ["", "## orchid's default command vs ONNX Runtime (median ms)", "",
@@ -856,15 +900,17 @@ def write_results(rows: list[dict], a, mach: dict, notes: list[str], done: bool,
               "Chosen plan: that of the best round (all rounds' choices in the CSV).", "",
               "| model | orchid default | chosen | orchestrate first / best round (s) | "
               "selection (s) | predicted | "
-              "ONNX Runtime | default/ORT | orchid default AVX2 | chosen AVX2 | AVX2/ORT |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
+              "ONNX Runtime | default/ORT | orchid default AVX2 | chosen AVX2 | ONNX Runtime AVX2 "
+              "| AVX2/ORT |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in rows:
             L.append(f"| {r['model']} | {cell(r, 'default')} | {r.get('default_chosen', '—')} | "
                      f"{num(r.get('default_orchestrate_first_s'))} / "
                      f"{num(r.get('default_orchestrate_s'))} | {num(r.get('default_select_s'))} | "
                      f"{num(r.get('default_predicted_ms'))} | {cell(r, 'onnxruntime')} | "
                      f"{num(r.get('default_ort'))} | {cell(r, 'default-avx2')} | "
-                     f"{r.get('default-avx2_chosen', '—')} | {num(r.get('avx2_ort'))} |")
+                     f"{r.get('default-avx2_chosen', '—')} | {cell(r, ORT_AVX2)} | "
+                     f"{num(r.get('avx2_ort'))} |")
     if has(*PLAN_KINDS, "pytorch"):
         L += ["", "## Measured-cost plans, ONNX Runtime, PyTorch (median ms)", "",
               "| model | optimal | operator-level | greedy-fusion | ONNX Runtime | PyTorch | "
@@ -1069,6 +1115,8 @@ def main() -> int:
           f"warm-up + {a.repeat} runs x {a.rounds} rounds, load {mach['load_start']}", flush=True)
     work = Path(a.work) if a.work else Path(tempfile.mkdtemp(prefix="orchid_exec_bench_"))
     work.mkdir(parents=True, exist_ok=True)
+    a.avx2_env, a.avx2_masked, a.avx2_note = avx2_setup(work)
+    print(f"AVX2 columns: {a.avx2_note}", flush=True)
     rows: list[dict] = []
     start = time.monotonic()
     try:

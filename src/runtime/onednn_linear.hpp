@@ -31,7 +31,10 @@ struct LinearOp {
   std::optional<dnnl::reorder> src_reorder, dst_reorder;
   bool packed_weights = false;                 // `wei` is a reordered copy of constant weights
   std::shared_ptr<const dnnl::memory> packed;  // that copy (runtime/packed_weights.hpp)
-  std::vector<dnnl::memory> binary;            // post-op src1 tensors, in post-op order
+  // A first post-op adding a constant per output channel runs as the primitive's bias
+  // (DNNL_ARG_BIAS, over this copy of its values); `binary` then holds the others.
+  std::vector<float> bias_values;
+  std::vector<dnnl::memory> binary;  // post-op src1 tensors, in post-op order
   // Per binary post-op: a full-size operand stored plain for an NHWC convolution is
   // reordered into `binary[i]` first (oneDNN 2.6 reads such operands in the result's
   // layout whatever their descriptor says, so they must match it).
@@ -40,7 +43,8 @@ struct LinearOp {
   std::unordered_map<int, dnnl::memory> args;
   std::string implementation;  // oneDNN's name for the kernel it chose
 
-  // a, b: source and weights; y: result; extra: binary post-op operands in order.
+  // a, b: source and weights; y: result; extra: binary post-op operands in order (the bias's
+  // too, which is not read).
   void run(dnnl::stream& stream, const void* a, const void* b, void* y,
            const std::vector<const void*>& extra);
   // The memories that need a buffer of their own (reordered copies), in a fixed order.

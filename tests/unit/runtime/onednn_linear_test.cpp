@@ -1,0 +1,101 @@
+// A first post-op that adds a constant per output channel (a Conv's bias or a Gemm's C
+// after fission) runs as the oneDNN primitive's bias; other additions stay binary post-ops.
+// Either way the primitive computes what the graph means.
+#include <gtest/gtest.h>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cmath>
+#include <vector>
+
+#include "eval/random_inputs.hpp"
+#include "eval/reference_interpreter.hpp"
+#include "runtime/onednn_linear.hpp"
+#include "small_graph.hpp"
+
+namespace orchid {
+namespace {
+
+using runtime_test::make_graph;
+using runtime_test::pattern;
+
+PostOp add(const std::string& operand) {
+  return {PostOp::Kind::Binary, OnednnAlgorithm::BinaryAdd, 0, 0, operand};
+}
+const PostOp kRelu{PostOp::Kind::Eltwise, OnednnAlgorithm::EltwiseRelu, 0, 0, ""};
+
+// Runs `op` (built for g.nodes[0], on the engine of `stream`) on `feed` and the graph's constants;
+// compares its result with the reference interpreter's value of `result` (|d| <= 1e-4 + 1e-3
+// |ref|).
+void expect_runs_as_the_graph(LinearOp& op, dnnl::stream& stream, const Graph& g,
+                              const TensorMap& feed, const std::vector<std::string>& operands,
+                              const std::string& result) {
+  const TensorMap want = ReferenceInterpreter(g).run(feed);
+  auto value = [&](const std::string& t) -> const void* {
+    return g.is_constant(t) ? g.tensor(t).data->raw() : feed.at(t).raw();
+  };
+  std::vector<std::vector<float>> copies;  // buffers of the reordered copies
+  for (dnnl::memory* m : op.reordered_copies()) {
+    copies.emplace_back(m->get_desc().get_size() / sizeof(float));
+    m->set_data_handle(copies.back().data());
+  }
+  std::vector<const void*> extra;
+  for (const auto& t : operands) extra.push_back(value(t));
+  const Tensor& ref = want.at(result);
+  std::vector<float> y(static_cast<std::size_t>(ref.numel()), NAN);
+  const Node& node = g.nodes[0];
+  op.run(stream, value(node.inputs[0]), value(node.inputs[1]), y.data(), extra);
+  stream.wait();
+  for (std::int64_t i = 0; i < ref.numel(); ++i) {
+    const double r = ref.get_as_double(i);
+    ASSERT_NEAR(y[static_cast<std::size_t>(i)], r, 1e-4 + 1e-3 * std::fabs(r)) << "element " << i;
+  }
+}
+
+TEST(OnednnLinear, APerChannelAddRunsAsTheConvolutionsBias) {
+  const Graph g =
+      make_graph({{"x", {1, 8, 6, 6}}, {"r", {1, 16, 6, 6}}},
+                 {{"w", pattern({16, 8, 3, 3})},
+                  {"b", runtime_test::f32({1, 16, 1, 1}, std::vector<float>(16, 0.25f))}},
+                 {{"Conv", {"x", "w"}, {"c"}, {{"pads", std::vector<std::int64_t>{1, 1, 1, 1}}}},
+                  {"Add", {"c", "b"}, {"cb"}},
+                  {"Add", {"cb", "r"}, {"s"}},
+                  {"Relu", {"s"}, {"y"}}},
+                 {"y"});
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  PackedWeights packing;
+  LinearOp op =
+      make_linear(engine, stream, g, g.nodes[0], {add("b"), add("r"), kRelu}, {}, packing);
+  EXPECT_EQ(op.bias_values, std::vector<float>(16, 0.25f));
+  EXPECT_EQ(op.binary.size(), 1u);  // the residual only
+  EXPECT_EQ(op.args.count(DNNL_ARG_BIAS), 1u);
+  expect_runs_as_the_graph(op, stream, g, make_random_inputs(g, 5), {"b", "r"}, "y");
+}
+
+TEST(OnednnLinear, OnlyAFirstConstantAddPerColumnIsAMatMulsBias) {
+  // A full-size first Add is no bias; the per-column constant after it is not first.
+  const Graph g = make_graph(
+      {{"a", {3, 5}}, {"r", {3, 4}}},
+      {{"w", pattern({5, 4})}, {"b", runtime_test::f32({4}, {1, 2, 3, 4})}},
+      {{"MatMul", {"a", "w"}, {"m"}}, {"Add", {"m", "r"}, {"s"}}, {"Add", {"s", "b"}, {"y"}}},
+      {"y"});
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  PackedWeights packing;
+  LinearOp late = make_linear(engine, stream, g, g.nodes[0], {add("r"), add("b")}, {}, packing);
+  EXPECT_TRUE(late.bias_values.empty());
+  EXPECT_EQ(late.binary.size(), 2u);
+  expect_runs_as_the_graph(late, stream, g, make_random_inputs(g, 6), {"r", "b"}, "y");
+
+  const Graph first = make_graph(
+      {{"a", {3, 5}}}, {{"w", pattern({5, 4})}, {"b", runtime_test::f32({4}, {1, 2, 3, 4})}},
+      {{"MatMul", {"a", "w"}, {"m"}}, {"Add", {"m", "b"}, {"y"}}}, {"y"});
+  LinearOp bias = make_linear(engine, stream, first, first.nodes[0], {add("b")}, {}, packing);
+  EXPECT_EQ(bias.bias_values, (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_TRUE(bias.binary.empty());
+  expect_runs_as_the_graph(bias, stream, first, make_random_inputs(first, 7), {"b"}, "y");
+}
+
+}  // namespace
+}  // namespace orchid

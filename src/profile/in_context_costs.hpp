@@ -37,8 +37,8 @@
 namespace orchid {
 
 // Bump when the way kernels are timed in context changes so much that stored times
-// should be taken again (or the executor's way of running a kernel does: 2, biases run as
-// the primitives' bias).
+// should be taken again (or the executor's way of running a kernel does: 2, as
+// kKernelTimerVersion 5).
 constexpr int kInContextVersion = 2;
 
 struct InContextStats {

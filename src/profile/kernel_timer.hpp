@@ -26,7 +26,8 @@ namespace orchid {
 // 2: weights flushed from the caches before each run; 3: boundary tensors NHWC where
 // the kernel's neighbours are convolutions (channels_last_boundaries), as in a model.
 // 4: Concat and spatial means (ReduceMean over H, W) on oneDNN in the convolutions' layout.
-// 5: a first per-channel constant Add runs as the primitive's bias, not a binary post-op.
+// 5: a first per-channel constant Add runs as the primitive's bias, not a binary post-op; a
+// Concat of parts of one tensor joins a fused loop; a plain Concat runs as block copies.
 // The layout rule itself is not versioned here: the executor, the timer and the kernel
 // signature share it (cost/layout_policy.hpp), and the signature records its answer.
 constexpr int kKernelTimerVersion = 5;

@@ -1,6 +1,7 @@
 #include "runtime/onednn_memory_bound.hpp"
 
 #include <cmath>
+#include <cstring>
 
 #include "ir/op_traits.hpp"
 #include "ir/ops/layout_params.hpp"
@@ -36,9 +37,55 @@ memory::desc source_desc(const MemoryBoundLayouts& layouts, std::size_t i, const
   return plain_desc(to_dims(shape));
 }
 
+// A plain Concat as block copies: per slab above `axis`, each source's run of bytes,
+// split into pieces of at most 256 KiB so that both threads share a large one. Nullopt
+// where the runs are many and short (a Concat along a short last axis): oneDNN's then.
+std::optional<MemoryBoundOp> concat_by_copies(const Graph& g, const Node& node, std::int64_t axis,
+                                              const std::vector<memory::desc>& src_mds,
+                                              const memory::desc& dst_md,
+                                              const dnnl::engine& engine) {
+  constexpr std::int64_t kPiece = 256 << 10, kShortest = 256, kMostCopies = 4096;
+  const Shape& ys = g.tensor(node.outputs[0]).shape;
+  std::int64_t outer = 1, inner = sizeof(float);
+  for (std::int64_t d = 0; d < static_cast<std::int64_t>(ys.size()); ++d) {
+    if (d < axis) outer *= ys[static_cast<std::size_t>(d)];
+    if (d > axis) inner *= ys[static_cast<std::size_t>(d)];
+  }
+  std::vector<std::int64_t> chunks;  // bytes of each source per slab
+  for (const auto& t : node.inputs) {
+    chunks.push_back(g.tensor(t).shape[static_cast<std::size_t>(axis)] * inner);
+    if (chunks.back() < kShortest) return std::nullopt;
+  }
+  if (outer * static_cast<std::int64_t>(chunks.size()) > kMostCopies) return std::nullopt;
+  const std::int64_t row = ys[static_cast<std::size_t>(axis)] * inner;
+  MemoryBoundOp op = memory_bound_op(dnnl::primitive(), "block copies", src_mds, dst_md, engine);
+  for (std::int64_t o = 0; o < outer; ++o) {
+    std::int64_t offset = 0;
+    for (std::size_t i = 0; i < chunks.size(); ++i) {
+      for (std::int64_t b = 0; b < chunks[i]; b += kPiece) {
+        op.copies.push_back(
+            {i, o * chunks[i] + b, o * row + offset + b, std::min(kPiece, chunks[i] - b)});
+      }
+      offset += chunks[i];
+    }
+  }
+  return op;
+}
+
 }  // namespace
 
 void MemoryBoundOp::run(dnnl::stream& stream, std::span<const void* const> xs, void* y) {
+  if (!copies.empty()) {
+    const auto n = static_cast<std::int64_t>(copies.size());
+    auto* out = static_cast<std::byte*>(y);
+#pragma omp parallel for schedule(static) if (n > 1)
+    for (std::int64_t i = 0; i < n; ++i) {
+      const Copy& c = copies[static_cast<std::size_t>(i)];
+      std::memcpy(out + c.to, static_cast<const std::byte*>(xs[c.src]) + c.from,
+                  static_cast<std::size_t>(c.bytes));
+    }
+    return;
+  }
   for (std::size_t i = 0; i < srcs.size(); ++i) srcs[i].set_data_handle(const_cast<void*>(xs[i]));
   dst.set_data_handle(y);
   prim.execute(stream, args);
@@ -178,6 +225,13 @@ std::optional<MemoryBoundOp> make_concat(const dnnl::engine& engine, const Graph
     src_mds.push_back(source_desc(layouts, i, g.tensor(node.inputs[i]).shape));
   }
   const memory::desc dst_md = layouts.dst.value_or(plain_desc(to_dims(y.shape)));
+  bool plain = dst_md == plain_desc(to_dims(y.shape));
+  for (std::size_t i = 0; i < src_mds.size(); ++i) {
+    plain = plain && src_mds[i] == plain_desc(to_dims(g.tensor(node.inputs[i]).shape));
+  }
+  if (plain) {
+    if (auto op = concat_by_copies(g, node, axis, src_mds, dst_md, engine)) return op;
+  }
   const dnnl::concat::primitive_desc pd(dst_md, static_cast<int>(axis), src_mds, engine);
   return memory_bound_op(dnnl::concat(pd), pd.impl_info_str(), src_mds, dst_md, engine);
 }

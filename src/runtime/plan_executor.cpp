@@ -215,22 +215,24 @@ struct PlanExecutor::Impl {
     for (std::size_t s = 0; s < stages.size(); ++s) {
       const Stage& stage = stages[s];
       if (!how.empty()) how += " | ";
-      how +=
-          std::visit(Overloaded{
-                         [](const LinearStage& l) {
-                           std::string s = "onednn " + l.op.implementation;
-                           if (l.op.src_reorder) s += " (reorder in)";
-                           if (l.op.dst_reorder) s += " (reorder out)";
-                           return s;
-                         },
-                         [](const LoopStage&) { return std::string("fused loop"); },
-                         [](const MemoryBoundStage& u) { return "onednn " + u.op.implementation; },
-                         [](const Int8LinearStage& q) { return q.op.describe(); },
-                         [](const ReferenceStage& r) {
-                           return (r.block_copies ? "copies " : "reference ") + r.node->op_type;
-                         },
-                     },
-                     stage);
+      how += std::visit(Overloaded{
+                            [](const LinearStage& l) {
+                              std::string s = "onednn " + l.op.implementation;
+                              if (l.op.src_reorder) s += " (reorder in)";
+                              if (l.op.dst_reorder) s += " (reorder out)";
+                              return s;
+                            },
+                            [](const LoopStage&) { return std::string("fused loop"); },
+                            [](const MemoryBoundStage& u) {
+                              return u.op.copies.empty() ? "onednn " + u.op.implementation
+                                                         : u.op.implementation;
+                            },
+                            [](const Int8LinearStage& q) { return q.op.describe(); },
+                            [](const ReferenceStage& r) {
+                              return (r.block_copies ? "copies " : "reference ") + r.node->op_type;
+                            },
+                        },
+                        stage);
       // Where a kernel has several stages, each one's share once execute_timed() ran.
       if (const auto us = stage_median(k, s); us && stages.size() > 1) {
         how += fmt::format(" {:.3f} ms", *us / 1000.0);

@@ -126,11 +126,13 @@ void fused_forms(OpSchemaTable& table) {
   reduce("ReduceMean", ReduceFn::Mean);
   reduce("ReduceMax", ReduceFn::Max);
   reduce("ReduceMin", ReduceFn::Min);
-  // Constant-mode Pad writes a fill value and linear Resize blends several elements:
-  // the fused loop checks those attributes (runtime/fused/fused_loop.cpp).
-  for_each(table,
-           {"Transpose", "Reshape", "Slice", "Expand", "Identity", "Gather", "Pad", "Resize"},
-           [](OpTraits& t) { t.fused.kind = FusedForm::Kind::DataMove; });
+  // Constant-mode Pad writes a fill value and linear Resize blends several elements, and a
+  // Concat is one only of parts of one tensor: the fused loop checks those
+  // (runtime/fused/fused_loop.cpp).
+  for_each(
+      table,
+      {"Transpose", "Reshape", "Slice", "Expand", "Identity", "Gather", "Pad", "Resize", "Concat"},
+      [](OpTraits& t) { t.fused.kind = FusedForm::Kind::DataMove; });
 }
 
 void onednn_algorithms(OpSchemaTable& table) {

@@ -657,6 +657,7 @@ class Compiler {
       return refusal("{}: reads {} of its source's {} elements", n.describe(), result_numel,
                      source_numel);
     }
+    if (n.op_type == "Concat") return emit_concat(n);
     ORCHID_TRY_LET(srcp, value(n.inputs[0]));
     const Value& src = *srcp;
     // Reshape and Identity keep the flat order: nothing to do for a computed value.
@@ -698,6 +699,43 @@ class Compiler {
           src.kind == Value::Kind::Computed ? src.operand : scatter_source_.at(n.inputs[0]);
     }
     values_[y] = std::move(v);
+    return {};
+  }
+
+  // A Concat of parts of one tensor the run reads (YOLO's Focus: four strided Slices of the
+  // image side by side) is an index map of that tensor: the reference Concat of the parts'
+  // offset tensors. Joining the parts in the loop saves writing and reading them, and a
+  // concatenation into a channels-last result that moves 3 floats at a time (0.53 ms of
+  // YOLOX-nano's 8 on oneDNN). Parts of different tensors, or computed ones, stay with
+  // oneDNN's concatenation.
+  Refusable<void> emit_concat(const Node& n) {
+    std::string root;
+    std::vector<Tensor> parts;
+    for (const auto& t : n.inputs) {
+      ORCHID_TRY_LET(vp, value(t));
+      if (vp->kind != Value::Kind::Leaf) {
+        return refusal("{}: concatenates a computed value '{}'", n.describe(), t);
+      }
+      if (!root.empty() && vp->root != root) {
+        return refusal("{}: concatenates parts of '{}' and '{}'", n.describe(), root, vp->root);
+      }
+      root = vp->root;
+      parts.push_back(Tensor::from_vector<std::int64_t>(vp->shape, vp->index));
+    }
+    std::vector<const Tensor*> ins;
+    for (const Tensor& t : parts) ins.push_back(&t);
+    const TensorInfo& info = g_.tensor(n.outputs[0]);
+    std::vector<Tensor> outs;
+    outs.emplace_back(DType::I64, info.shape);
+    ReferenceKernel kernel = find_reference_kernel(n.op_type);
+    if (!kernel) return refusal("{}: no kernel", n.describe());
+    kernel(n, ins, outs);
+    Value v;
+    v.kind = Value::Kind::Leaf;
+    v.shape = info.shape;
+    v.root = root;
+    v.index.assign(outs[0].data<std::int64_t>(), outs[0].data<std::int64_t>() + outs[0].numel());
+    values_[n.outputs[0]] = std::move(v);
     return {};
   }
 

@@ -256,6 +256,38 @@ TEST(FusedLoop, PureDataMovementIsAGather) {
   expect_loop_matches(g, 70);
 }
 
+// YOLO's Focus: four strided Slices of one image side by side along the channels. The
+// Concat of parts of one tensor is a gather of it, with no intermediate.
+Graph focus_graph() {
+  auto slice = [](const char* starts, const char* out) {
+    return runtime_test::NodeSpec{"Slice", {"x", starts, "ends", "axes", "steps"}, {out}};
+  };
+  return make_graph({{"x", {1, 3, 8, 6}}},
+                    {{"s00", i64({2}, {0, 0})},
+                     {"s10", i64({2}, {1, 0})},
+                     {"s01", i64({2}, {0, 1})},
+                     {"s11", i64({2}, {1, 1})},
+                     {"ends", i64({2}, {8, 6})},
+                     {"axes", i64({2}, {2, 3})},
+                     {"steps", i64({2}, {2, 2})}},
+                    {slice("s00", "a"),
+                     slice("s10", "b"),
+                     slice("s01", "c"),
+                     slice("s11", "d"),
+                     {"Concat", {"a", "b", "c", "d"}, {"y"}, {{"axis", std::int64_t{1}}}}},
+                    {"y"});
+}
+
+TEST(FusedLoop, AConcatOfPartsOfOneTensorIsAGather) {
+  expect_loop_matches(focus_graph(), 144);
+  // Parts of two tensors are refused by name (oneDNN concatenates them).
+  const Graph two = make_graph({{"x", {1, 2, 4}}, {"z", {1, 2, 4}}}, {},
+                               {{"Concat", {"x", "z"}, {"y"}, {{"axis", std::int64_t{1}}}}}, {"y"});
+  auto refused = FusedLoop::compile(two, {0}, {"y"});
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.why().find("parts of 'x' and 'z'"), std::string::npos) << refused.why();
+}
+
 TEST(FusedLoop, RefusesWhatItCannotExpress) {
   std::string why;
   // A reduction over a leading axis is not a row program.

@@ -28,8 +28,9 @@ struct GraphBoundaryLayouts {
 using KeptLayouts = std::map<std::string, dnnl::memory::desc>;
 
 // The arena tensors the plan keeps channels-last (cost/layout_policy.hpp's rule over the
-// uses of every stage, in the layout each convolution prefers: NHWC on AVX-512, blocked on
-// AVX2, kept only where the convolutions using it agree on it; fused loops take any);
+// uses of every stage, in the layout each convolution prefers: NHWC wherever oneDNN has a
+// fast kernel for it, else its own blocked choice, kept only where the convolutions using it
+// agree on it; fused loops take any);
 // sets each linear stage's `preferred` layouts on the way.
 KeptLayouts choose_channels_last(std::vector<std::vector<Stage>>& kernels, const Graph& graph,
                                  const dnnl::engine& engine, const GraphBoundaryLayouts& boundary);

@@ -1,9 +1,9 @@
 // Linear primitives (MatMul, 2-D Conv) on oneDNN, with an epilogue folded in as post-ops.
 //
 // Memory objects are made once; each run only swaps their data handles. Convolutions run
-// in the activation and weight layouts oneDNN prefers on this CPU (NHWC on AVX-512, blocked
-// nChw8c on AVX2): where a tensor is stored otherwise (plain NCHW), the source is reordered
-// from `src_user` into `src` before and the result from `dst` into `dst_user` after the
+// on NHWC activations (or oneDNN's own blocked choice where only that has a fast kernel) and
+// the weight layout oneDNN prefers: where a tensor is stored otherwise (plain NCHW), the source is
+// reordered from `src_user` into `src` before and the result from `dst` into `dst_user` after the
 // convolution; constant
 // weights are reordered once, at build time (`packed_weights`). oneDNN's channels-last
 // kernels are several times faster than the im2col+GEMM path it takes for plain layouts,
@@ -69,10 +69,11 @@ struct LinearLayout {
 // (fission splits the bias off), all f32.
 bool linear_supported(const Graph& graph, const Node& node);
 
-// The layouts oneDNN, free to choose, runs this convolution on, or nullopt when they are
-// plain or need more bytes than plain (a blocked layout padding the channels): NHWC on
-// AVX-512, nChw8c / nChw16c on AVX2 where the channels fill the blocks. Tensors in such a
-// layout can pass between convolutions that agree on it without reorders.
+// The activation layouts this convolution runs on fast: NHWC where oneDNN has more than its
+// reference kernel for it (AVX-512 and AVX2 alike), else the layouts oneDNN chooses itself,
+// or nullopt when those are plain or need more bytes than plain (a blocked layout padding
+// the channels). Tensors in such a layout pass between convolutions that agree on it
+// without reorders.
 std::optional<ConvLayouts> conv_preferred_layouts(const dnnl::engine& engine, const Graph& graph,
                                                   const Node& node);
 

@@ -11,6 +11,7 @@
 #include "eval/random_inputs.hpp"
 #include "eval/reference_interpreter.hpp"
 #include "runtime/onednn_linear.hpp"
+#include "runtime/onednn_memory.hpp"
 #include "small_graph.hpp"
 
 namespace orchid {
@@ -71,6 +72,49 @@ TEST(OnednnLinear, APerChannelAddRunsAsTheConvolutionsBias) {
   EXPECT_EQ(op.binary.size(), 1u);  // the residual only
   EXPECT_EQ(op.args.count(DNNL_ARG_BIAS), 1u);
   expect_runs_as_the_graph(op, stream, g, make_random_inputs(g, 5), {"b", "r"}, "y");
+}
+
+// Convolutions prefer NHWC wherever oneDNN has more than its reference kernel for it: on
+// AVX2 too, where oneDNN's own choice, nChw8c, would pad these 12 channels to 16 (the
+// tensors then stayed plain, reordered around the convolution). Under ctest this also runs
+// with ONEDNN_MAX_CPU_ISA=AVX2.
+TEST(OnednnLinear, ConvolutionsPreferNhwcWhereOneDnnHasAKernelForIt) {
+  const Graph g = make_graph(
+      {{"x", {1, 12, 20, 20}}}, {{"w", pattern({16, 12, 3, 3})}},
+      {{"Conv", {"x", "w"}, {"y"}, {{"pads", std::vector<std::int64_t>{1, 1, 1, 1}}}}}, {"y"});
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  const std::optional<ConvLayouts> l = conv_preferred_layouts(engine, g, g.nodes[0]);
+  ASSERT_TRUE(l);
+  EXPECT_EQ(l->src, nhwc_desc({1, 12, 20, 20}));
+  EXPECT_EQ(l->dst, nhwc_desc({1, 16, 20, 20}));
+  EXPECT_EQ(activation_preferred_layout(engine, {1, 12, 20, 20}), nhwc_desc({1, 12, 20, 20}));
+}
+
+// A blocked layout (where only it has a fast kernel) still runs: the convolution on nChw8c,
+// its plain source and result reordered in and out, a residual read in the result's layout.
+TEST(OnednnLinear, AConvolutionOnABlockedLayoutRunsAsTheGraph) {
+  const Graph g =
+      make_graph({{"x", {1, 16, 6, 6}}, {"r", {1, 8, 6, 6}}},
+                 {{"w", pattern({8, 16, 3, 3})},
+                  {"b", runtime_test::f32({1, 8, 1, 1}, std::vector<float>(8, -0.1f))}},
+                 {{"Conv", {"x", "w"}, {"c"}, {{"pads", std::vector<std::int64_t>{1, 1, 1, 1}}}},
+                  {"Add", {"c", "b"}, {"cb"}},
+                  {"Add", {"cb", "r"}, {"y"}}},
+                 {"y"});
+  using tag = dnnl::memory::format_tag;
+  LinearLayout layout;
+  layout.preferred =
+      ConvLayouts{dnnl::memory::desc({1, 16, 6, 6}, dnnl::memory::data_type::f32, tag::nChw8c),
+                  dnnl::memory::desc({1, 8, 6, 6}, dnnl::memory::data_type::f32, tag::nChw8c)};
+  layout.operand_used_preferred = {false, true};  // the residual, read as the result is laid out
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  PackedWeights packing;
+  LinearOp op = make_linear(engine, stream, g, g.nodes[0], {add("b"), add("r")}, layout, packing);
+  EXPECT_TRUE(op.src_reorder);
+  EXPECT_TRUE(op.dst_reorder);
+  EXPECT_EQ(op.bias_values.size(), 8u);
+  expect_runs_as_the_graph(op, stream, g, make_random_inputs(g, 8), {"b", "r"}, "y");
 }
 
 TEST(OnednnLinear, OnlyAFirstConstantAddPerColumnIsAMatMulsBias) {

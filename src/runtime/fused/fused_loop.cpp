@@ -127,6 +127,11 @@ struct OffsetMap {
   // with 32 channels otherwise hits 32 planes 4 KiB-multiples apart per pixel, which share
   // one L1 set and evict each other (Candy's NHWC -> NCHW loops ran 5x slower than plain).
   std::vector<std::int32_t> by_address;
+  // Separable, with col_off repeating every `period` columns (a per-channel operand
+  // broadcast over NHWC pixels): a row is the first `period` values, copied again. An SE
+  // block's scale over EfficientNet-B0's [1, 96, 56, 56] took 0.10 ms gathered by address
+  // (the loop's rows of 1344 columns wrote every 96th element 14 times over).
+  std::int64_t period = 0;
 
   static OffsetMap build(const std::vector<std::int64_t>& flat, std::int64_t rows,
                          std::int64_t cols) {
@@ -151,13 +156,19 @@ struct OffsetMap {
       return m;
     }
     m.contiguous_cols = m.constant_cols = true;
+    for (std::int64_t p = 1; p <= cols / 2 && m.period == 0; ++p) {
+      if (cols % p != 0) continue;
+      bool repeats = true;
+      for (std::int64_t c = p; c < cols && repeats; ++c) repeats = m.col_off[c] == m.col_off[c - p];
+      if (repeats) m.period = p;
+    }
     bool ascending = true;
     for (std::int64_t c = 0; c < cols; ++c) {
       m.contiguous_cols = m.contiguous_cols && m.col_off[c] == c;
       m.constant_cols = m.constant_cols && m.col_off[c] == 0;
       ascending = ascending && (c == 0 || m.col_off[c] > m.col_off[c - 1]);
     }
-    if (!ascending && !m.constant_cols) {
+    if (!ascending && !m.constant_cols && m.period == 0) {
       m.by_address.resize(static_cast<std::size_t>(cols));
       std::iota(m.by_address.begin(), m.by_address.end(), 0);
       std::stable_sort(m.by_address.begin(), m.by_address.end(),
@@ -831,7 +842,12 @@ void FusedLoop::Impl::run_rows(std::int64_t begin, std::int64_t end, int thread,
           } else if (m.table.empty()) {
             const float* base = src + m.row_off[r];
             const std::int64_t* co = m.col_off.data();
-            if (!m.by_address.empty()) {
+            if (m.period > 0) {
+              for (std::int64_t c = 0; c < m.period; ++c) dst[c] = base[co[c]];
+              for (std::int64_t c = m.period; c < C; c += m.period) {
+                std::memcpy(dst + c, dst, static_cast<std::size_t>(m.period) * sizeof(float));
+              }
+            } else if (!m.by_address.empty()) {
               for (const std::int32_t c : m.by_address) dst[c] = base[co[c]];
             } else {
               for (std::int64_t c = 0; c < C; ++c) dst[c] = base[co[c]];

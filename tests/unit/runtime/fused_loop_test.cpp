@@ -184,6 +184,18 @@ TEST(FusedLoop, ReadsAndWritesBlockedAndChannelsLastTensorsInPlace) {
   expect_stored_loop_matches(g, {{"y", nhwc}, {"r", blocked}}, 1280);
 }
 
+// A squeeze-and-excitation scale: a per-channel value broadcast over the pixels of an NHWC
+// tensor. In storage order its columns repeat every 24 (the row is filled from the first
+// 24, not gathered column by column).
+TEST(FusedLoop, APerChannelScaleOverChannelsLastPixels) {
+  const dnnl::memory::dims dims{1, 24, 8, 8};
+  const auto nhwc =
+      dnnl::memory::desc(dims, dnnl::memory::data_type::f32, dnnl::memory::format_tag::nhwc);
+  const Graph g = make_graph({{"x", {1, 24, 8, 8}}, {"s", {1, 24, 1, 1}}}, {},
+                             {{"Mul", {"x", "s"}, {"y"}}}, {"y"});
+  expect_stored_loop_matches(g, {{"x", nhwc}, {"y", nhwc}}, 1536);
+}
+
 TEST(FusedLoop, ReductionsOverStoredTensorsWalkInLogicalOrder) {
   const dnnl::memory::dims dims{1, 16, 5, 7};
   const auto blocked =

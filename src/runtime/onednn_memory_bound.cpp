@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "ir/op_traits.hpp"
 #include "ir/ops/layout_params.hpp"
@@ -72,9 +73,50 @@ std::optional<MemoryBoundOp> concat_by_copies(const Graph& g, const Node& node, 
   return op;
 }
 
+// One output row (oy) of an NHWC max pooling: per output pixel, the channel-wise max of
+// its taps inside the image (ONNX pads with -inf, so taps outside count for nothing).
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+void window_max_row(const MemoryBoundOp::WindowMax& p, const float* x, float* y, std::int64_t oy) {
+  const std::int64_t C = p.c;
+  const std::int64_t y0 = std::max<std::int64_t>(0, oy * p.sh - p.ph);
+  const std::int64_t y1 = std::min(p.h, oy * p.sh - p.ph + p.kh);
+  for (std::int64_t ox = 0; ox < p.ow; ++ox) {
+    const std::int64_t x0 = std::max<std::int64_t>(0, ox * p.sw - p.pw);
+    const std::int64_t x1 = std::min(p.w, ox * p.sw - p.pw + p.kw);
+    float* out = y + (oy * p.ow + ox) * C;
+    if (y0 >= y1 || x0 >= x1) {  // a window in the padding only (ceil mode's last)
+      for (std::int64_t c = 0; c < C; ++c) out[c] = -std::numeric_limits<float>::infinity();
+      continue;
+    }
+    const float* first = x + (y0 * p.w + x0) * C;
+    for (std::int64_t c = 0; c < C; ++c) out[c] = first[c];
+    for (std::int64_t iy = y0; iy < y1; ++iy) {
+      for (std::int64_t ix = x0; ix < x1; ++ix) {
+        const float* in = x + (iy * p.w + ix) * C;
+        // NaN propagates, as in the reference (std::max would drop one on the left).
+        for (std::int64_t c = 0; c < C; ++c)
+          out[c] = in[c] > out[c] || in[c] != in[c] ? in[c] : out[c];
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void MemoryBoundOp::run(dnnl::stream& stream, std::span<const void* const> xs, void* y) {
+  if (window_max) {
+    const WindowMax& p = *window_max;
+    const std::int64_t rows = p.n * p.oh;
+#pragma omp parallel for schedule(static) if (rows > 1)
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const std::int64_t n = r / p.oh;
+      window_max_row(p, static_cast<const float*>(xs[0]) + n * p.h * p.w * p.c,
+                     static_cast<float*>(y) + n * p.oh * p.ow * p.c, r % p.oh);
+    }
+    return;
+  }
   if (!copies.empty()) {
     const auto n = static_cast<std::int64_t>(copies.size());
     auto* out = static_cast<std::byte*>(y);
@@ -127,7 +169,16 @@ std::optional<MemoryBoundOp> make_pool(const dnnl::engine& engine, const Graph& 
                                          memory::dims(geo.pad_begin.begin(), geo.pad_begin.end()),
                                          pr);
   const dnnl::pooling_forward::primitive_desc pd(desc, engine);
-  return memory_bound_op(dnnl::pooling_forward(pd), pd.impl_info_str(), {src_md}, dst_md, engine);
+  const std::string impl = pd.impl_info_str();
+  if (max && src_md == nhwc_desc(to_dims(x.shape)) && dst_md == nhwc_desc(to_dims(y.shape)) &&
+      impl.find("avx512") == std::string::npos) {
+    MemoryBoundOp op = memory_bound_op(dnnl::primitive(), "window max", {src_md}, dst_md, engine);
+    op.window_max = MemoryBoundOp::WindowMax{
+        x.shape[0], x.shape[1], x.shape[2],     x.shape[3],     y.shape[2],       y.shape[3],
+        kernel[0],  kernel[1],  geo.strides[0], geo.strides[1], geo.pad_begin[0], geo.pad_begin[1]};
+    return op;
+  }
+  return memory_bound_op(dnnl::pooling_forward(pd), impl, {src_md}, dst_md, engine);
 }
 
 std::optional<MemoryBoundOp> make_resample(const dnnl::engine& engine, const Graph& g,

@@ -27,6 +27,14 @@ struct MemoryBoundOp {
     std::int64_t from = 0, to = 0, bytes = 0;
   };
   std::vector<Copy> copies;  // non-empty: run() copies these instead of running `prim`
+  // A MaxPool of an NHWC tensor where oneDNN has no AVX-512 kernel: a max over the window's
+  // taps, C channels at a time (oneDNN 2.6's AVX2 pooling took 408 µs for SqueezeNet's
+  // [1, 64, 111, 111] 3x3 / 2 where ONNX Runtime's took about 90).
+  struct WindowMax {
+    std::int64_t n = 0, c = 0, h = 0, w = 0, oh = 0, ow = 0;
+    std::int64_t kh = 0, kw = 0, sh = 0, sw = 0, ph = 0, pw = 0;
+  };
+  std::optional<WindowMax> window_max;  // set: run() computes it instead of `prim`
   dnnl::primitive prim;
   std::vector<dnnl::memory> srcs;  // one per source
   dnnl::memory dst;

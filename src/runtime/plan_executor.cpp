@@ -224,8 +224,8 @@ struct PlanExecutor::Impl {
                             },
                             [](const LoopStage&) { return std::string("fused loop"); },
                             [](const MemoryBoundStage& u) {
-                              return u.op.copies.empty() ? "onednn " + u.op.implementation
-                                                         : u.op.implementation;
+                              const bool own = !u.op.copies.empty() || u.op.window_max;
+                              return own ? u.op.implementation : "onednn " + u.op.implementation;
                             },
                             [](const Int8LinearStage& q) { return q.op.describe(); },
                             [](const ReferenceStage& r) {

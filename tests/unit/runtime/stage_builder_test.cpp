@@ -11,6 +11,7 @@
 #include "eval/random_inputs.hpp"
 #include "eval/reference_interpreter.hpp"
 #include "runtime/onednn_linear.hpp"
+#include "runtime/onednn_memory.hpp"
 #include "runtime/onednn_memory_bound.hpp"
 #include "runtime/plan_executor.hpp"
 #include "runtime/stage_builder.hpp"
@@ -250,6 +251,46 @@ TEST(StageBuilder, APlainConcatIsBlockCopies) {
   PlanExecutor rows_executor(rows, rows_plan, {});
   const TensorMap rows_feed = make_random_inputs(rows, 5);
   expect_matches(rows_executor.run(rows_feed), ReferenceInterpreter(rows).run(rows_feed));
+}
+
+// A MaxPool of channels-last tensors (padded, ceil mode: a last window partly outside):
+// oneDNN's AVX-512 kernel, or orchid's window max where oneDNN has only slower ones (AVX2,
+// as the ctest run with ONEDNN_MAX_CPU_ISA=AVX2 has it). Either gives the reference's
+// elements.
+TEST(StageBuilder, AMaxPoolOverChannelsLastTensorsMatchesTheReference) {
+  const Graph g = make_graph({{"x", {2, 24, 11, 11}}}, {},
+                             {{"MaxPool",
+                               {"x"},
+                               {"y"},
+                               {{"kernel_shape", std::vector<std::int64_t>{3, 3}},
+                                {"strides", std::vector<std::int64_t>{2, 2}},
+                                {"pads", std::vector<std::int64_t>{1, 0, 1, 0}},
+                                {"ceil_mode", std::int64_t{1}}}}},
+                             {"y"});
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  const Shape ys = g.tensor("y").shape;
+  MemoryBoundLayouts layouts;
+  layouts.srcs = {nhwc_desc({2, 24, 11, 11})};
+  layouts.dst = nhwc_desc(to_dims(ys));
+  auto op = make_pool(engine, g, g.nodes[0], layouts);
+  ASSERT_TRUE(op);
+  EXPECT_EQ(op->window_max.has_value(), op->implementation == "window max");
+  if (!op->window_max) {
+    EXPECT_NE(op->implementation.find("avx512"), std::string::npos);
+  }
+  const TensorMap feed = make_random_inputs(g, 9);
+  const Tensor want = ReferenceInterpreter(g).run(feed).at("y");
+  // NCHW <-> NHWC by the stored layouts' element offsets.
+  const StoredLayout in = stored_layout(*layouts.srcs[0]), out = stored_layout(*layouts.dst);
+  std::vector<float> x(in.offsets.size()), y(out.offsets.size());
+  for (std::size_t i = 0; i < x.size(); ++i) x[in.offsets[i]] = feed.at("x").data<float>()[i];
+  const void* xs[] = {x.data()};
+  op->run(stream, xs, y.data());
+  stream.wait();
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    ASSERT_EQ(y[out.offsets[i]], want.data<float>()[i]) << "element " << i;
+  }
 }
 
 // A Transpose that is a whole kernel runs as oneDNN's reorder (the source read through

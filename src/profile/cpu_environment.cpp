@@ -116,7 +116,7 @@ double own_ticks() {
   return utime < 0 || stime < 0 ? -1 : utime + stime;
 }
 
-constexpr const char* kSpinCount = "1000";
+constexpr const char* kSpinCount = "100000";
 constexpr double kQuietBusyCores = 0.25;
 constexpr int kLookMs = 50;
 

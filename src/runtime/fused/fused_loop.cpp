@@ -688,15 +688,10 @@ class Compiler {
       ORCHID_TRY_LET(c, constant(n.inputs[i], n));
       ins[i] = c;
     }
-    const TensorInfo& info = g_.tensor(y);
-    std::vector<Tensor> outs;
-    outs.emplace_back(DType::I64, info.shape);
-    ReferenceKernel kernel = find_reference_kernel(n.op_type);
-    if (!kernel) return refusal("{}: no kernel", n.describe());
-    kernel(n, ins, outs);
     Value v;
-    v.shape = info.shape;
-    v.index.assign(outs[0].data<std::int64_t>(), outs[0].data<std::int64_t>() + outs[0].numel());
+    v.shape = g_.tensor(y).shape;
+    ORCHID_TRY_LET(index_moved, moved_offsets(n, ins));
+    v.index = std::move(index_moved);
     if (src.kind == Value::Kind::Leaf) {
       v.kind = Value::Kind::Leaf;
       v.root = src.root;
@@ -711,6 +706,19 @@ class Compiler {
     }
     values_[y] = std::move(v);
     return {};
+  }
+
+  // The data move `n` run by its reference kernel on offset tensors `ins` (its other inputs,
+  // constants, as they are): per element of its result, the offset it copies.
+  Refusable<std::vector<std::int64_t>> moved_offsets(const Node& n,
+                                                     const std::vector<const Tensor*>& ins) {
+    std::vector<Tensor> outs;
+    outs.emplace_back(DType::I64, g_.tensor(n.outputs[0]).shape);
+    ReferenceKernel kernel = find_reference_kernel(n.op_type);
+    if (!kernel) return refusal("{}: no kernel", n.describe());
+    kernel(n, ins, outs);
+    return std::vector<std::int64_t>(outs[0].data<std::int64_t>(),
+                                     outs[0].data<std::int64_t>() + outs[0].numel());
   }
 
   // A Concat of parts of one tensor the run reads (YOLO's Focus: four strided Slices of the
@@ -735,17 +743,12 @@ class Compiler {
     }
     std::vector<const Tensor*> ins;
     for (const Tensor& t : parts) ins.push_back(&t);
-    const TensorInfo& info = g_.tensor(n.outputs[0]);
-    std::vector<Tensor> outs;
-    outs.emplace_back(DType::I64, info.shape);
-    ReferenceKernel kernel = find_reference_kernel(n.op_type);
-    if (!kernel) return refusal("{}: no kernel", n.describe());
-    kernel(n, ins, outs);
     Value v;
     v.kind = Value::Kind::Leaf;
-    v.shape = info.shape;
+    v.shape = g_.tensor(n.outputs[0]).shape;
     v.root = root;
-    v.index.assign(outs[0].data<std::int64_t>(), outs[0].data<std::int64_t>() + outs[0].numel());
+    ORCHID_TRY_LET(index, moved_offsets(n, ins));
+    v.index = std::move(index);
     values_[n.outputs[0]] = std::move(v);
     return {};
   }

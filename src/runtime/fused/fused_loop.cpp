@@ -128,7 +128,8 @@ struct OffsetMap {
   // one L1 set and evict each other (Candy's NHWC -> NCHW loops ran 5x slower than plain).
   std::vector<std::int32_t> by_address;
   // Separable, with col_off repeating every `period` columns (a per-channel operand
-  // broadcast over NHWC pixels): a row is the first `period` values, copied again. An SE
+  // broadcast over NHWC pixels): a row is the first `period` values, copied again (from 16
+  // columns on; shorter ones are loaded column by column). An SE
   // block's scale over EfficientNet-B0's [1, 96, 56, 56] took 0.10 ms gathered by address
   // (the loop's rows of 1344 columns wrote every 96th element 14 times over).
   std::int64_t period = 0;
@@ -845,7 +846,7 @@ void FusedLoop::Impl::run_rows(std::int64_t begin, std::int64_t end, int thread,
           } else if (m.table.empty()) {
             const float* base = src + m.row_off[r];
             const std::int64_t* co = m.col_off.data();
-            if (m.period > 0) {
+            if (m.period >= 16) {  // shorter periods (a constant column) copy too little
               for (std::int64_t c = 0; c < m.period; ++c) dst[c] = base[co[c]];
               for (std::int64_t c = m.period; c < C; c += m.period) {
                 std::memcpy(dst + c, dst, static_cast<std::size_t>(m.period) * sizeof(float));

@@ -15,7 +15,8 @@
  * preloaded library sets it again (see the end of this file for when). CPUID ran by the dynamic loader before this library's
  * constructor (glibc's own memcpy choice) is not covered: the benchmark also sets
  * GLIBC_TUNABLES for that. If the kernel refuses, the library prints why and the process
- * runs unmasked; the benchmark checks for that line. */
+ * runs unmasked; the benchmark's header then shows it, as the oneDNN ISA orchid reported
+ * under the library (avx2 when masked). */
 #define _GNU_SOURCE
 #include <asm/prctl.h>
 #include <cpuid.h>

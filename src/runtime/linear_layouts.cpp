@@ -280,11 +280,26 @@ void relayout_memory_bound_ops(std::vector<std::vector<Stage>>& kernels, const G
 
 void relayout_loops(std::vector<std::vector<Stage>>& kernels, const Graph& graph,
                     const KeptLayouts& kept, PlanExecutorStats& stats) {
-  std::map<std::string, std::shared_ptr<const StoredLayout>> computed;  // one per tensor
+  // One offset table per tensor (8 bytes per element), shared by the loops reading or
+  // writing it and dropped after the last of them: kept all at once they took 156 MB of
+  // Candy's executor build.
+  std::map<std::string, std::size_t> uses_left;
+  for (const auto& stages : kernels) {
+    for (const Stage& st : stages) {
+      const auto* l = std::get_if<LoopStage>(&st);
+      if (!l) continue;
+      for (const auto& t : l->read_names) uses_left[t] += kept.count(t);
+      for (const auto& t : l->loop->writes()) uses_left[t] += kept.count(t);
+    }
+  }
+  std::map<std::string, std::shared_ptr<const StoredLayout>> computed;
   auto layout_of = [&](const std::string& t) {
     auto& l = computed[t];
     if (!l) l = std::make_shared<const StoredLayout>(stored_layout(kept.at(t)));
     return l;
+  };
+  auto used = [&](const std::string& t) {
+    if (kept.count(t) && --uses_left[t] == 0) computed.erase(t);
   };
   for (auto& stages : kernels) {
     for (Stage& st : stages) {
@@ -302,6 +317,9 @@ void relayout_loops(std::vector<std::vector<Stage>>& kernels, const Graph& graph
       if (layouts.empty()) continue;
       auto loop = FusedLoop::compile(graph, l->nodes, l->needed, layouts);
       if (!loop) internal_error("fused loop refused its stored layouts: {}", loop.refusal().why);
+      layouts.clear();
+      for (const auto& t : l->read_names) used(t);
+      for (const auto& t : writes) used(t);
       // The same tensors, possibly in another order: carry their places over by name.
       std::map<std::string, std::pair<Location, std::string>> read_at;
       std::map<std::string, Location> write_at;

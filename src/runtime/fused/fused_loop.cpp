@@ -134,8 +134,7 @@ struct OffsetMap {
   // (the loop's rows of 1344 columns wrote every 96th element 14 times over).
   std::int64_t period = 0;
 
-  static OffsetMap build(const std::vector<std::int64_t>& flat, std::int64_t rows,
-                         std::int64_t cols) {
+  static OffsetMap build(std::vector<std::int64_t> flat, std::int64_t rows, std::int64_t cols) {
     OffsetMap m;
     m.row_off.resize(static_cast<std::size_t>(rows));
     m.col_off.resize(static_cast<std::size_t>(cols));
@@ -153,7 +152,7 @@ struct OffsetMap {
     if (!separable) {
       m.row_off.clear();
       m.col_off.clear();
-      m.table = flat;
+      m.table = std::move(flat);
       return m;
     }
     m.contiguous_cols = m.constant_cols = true;
@@ -205,13 +204,15 @@ struct Instr {
   Operand out;
 };
 
-// Numpy broadcast of an index tensor (int64) of shape `from` to shape `to`, flattened.
-std::vector<std::int64_t> broadcast_flat(const std::vector<std::int64_t>& index, const Shape& from,
+// Numpy broadcast of an index tensor (int64) of shape `from` to shape `to`, flattened;
+// `index` null: the identity (element i holds i).
+std::vector<std::int64_t> broadcast_flat(const std::vector<std::int64_t>* index, const Shape& from,
                                          const Shape& to) {
   std::vector<std::int64_t> out(static_cast<std::size_t>(shape_numel(to)));
   elementwise_util::for_each_broadcast<1>(
       to, {&from}, [&](std::int64_t i, const std::array<std::int64_t, 1>& off) {
-        out[static_cast<std::size_t>(i)] = index[static_cast<std::size_t>(off[0])];
+        out[static_cast<std::size_t>(i)] =
+            index ? (*index)[static_cast<std::size_t>(off[0])] : off[0];
       });
   return out;
 }
@@ -265,13 +266,21 @@ namespace {
 struct Value {
   enum class Kind { Leaf, Computed, Scattered } kind = Kind::Leaf;
   Shape shape;
-  // Leaf: element offsets into `root` (shape `shape`). Scattered: flat indices of the
-  // computed full value each element takes.
+  // Leaf: element offsets into `root` (shape `shape`), none where they are its own flat
+  // indices (a tensor the run reads as it is: no table of its size held while compiling).
+  // Scattered: flat indices of the computed full value each element takes.
   std::string root;
   std::vector<std::int64_t> index;
+  bool identity = false;
+
+  std::vector<std::int64_t> index_table() const;
   // Computed: the operand holding it.
   Operand operand;
 };
+
+std::vector<std::int64_t> Value::index_table() const {
+  return identity ? iota(shape_numel(shape)) : index;
+}
 
 class Compiler {
  public:
@@ -488,7 +497,7 @@ class Compiler {
     v.kind = Value::Kind::Leaf;
     v.shape = info.shape;
     v.root = t;
-    v.index = iota(shape_numel(info.shape));
+    v.identity = true;
     return &values_.emplace(t, std::move(v)).first->second;
   }
 
@@ -524,8 +533,7 @@ class Compiler {
     if (v.kind == Value::Kind::Computed) {
       // Its flat order must line up with the output's under broadcasting: a full value
       // element for element, a row value (possibly spread over full shape) row for row.
-      const std::vector<std::int64_t> flat =
-          broadcast_flat(iota(shape_numel(v.shape)), v.shape, to);
+      const std::vector<std::int64_t> flat = broadcast_flat(nullptr, v.shape, to);
       const bool src_full = v.operand.kind == Operand::Kind::Full;
       const bool spread = shape_numel(v.shape) == full_size_;
       if (src_full && !to_full) return refusal("{}: full input for a row output", n.describe());
@@ -547,20 +555,20 @@ class Compiler {
     const std::string key =
         fmt::format("{}|{}|{}", t, shape_to_string(to), root.dtype == DType::Bool);
     if (auto it = loaded_.find(key); it != loaded_.end()) return it->second;
-    const std::vector<std::int64_t> flat = broadcast_flat(v.index, v.shape, to);
+    std::vector<std::int64_t> flat = broadcast_flat(v.identity ? nullptr : &v.index, v.shape, to);
     Instr ins;
     ins.read = read_slot(v.root);
     ins.bool_src = root.dtype == DType::Bool;
     if (to_full) {
       ins.kind = Instr::Kind::Load;
-      ins.map = add_map(OffsetMap::build(stored(v.root, in_domain(flat)), rows_, cols_));
+      ins.map = add_map(OffsetMap::build(stored(v.root, in_domain(std::move(flat))), rows_, cols_));
       // In storage order every value is full: a row there is no row of the logical shape.
       const bool per_row = impl_->maps[ins.map].constant_cols && domain_.empty();
       ins.out = per_row && !ins.bool_src ? new_row() : new_full();
       if (ins.out.kind == Operand::Kind::Row) ins.kind = Instr::Kind::LoadRow;
     } else {
       ins.kind = Instr::Kind::LoadRow;
-      ins.map = add_map(OffsetMap::build(stored(v.root, flat), rows_, 1));
+      ins.map = add_map(OffsetMap::build(stored(v.root, std::move(flat)), rows_, 1));
       ins.out = new_row();
     }
     impl_->program.push_back(ins);
@@ -681,8 +689,9 @@ class Compiler {
     // Run the op's reference kernel on the index tensor: the result says, per output
     // element, which element of the source it copies.
     std::vector<const Tensor*> ins(n.inputs.size(), nullptr);
-    Tensor index = Tensor::from_vector<std::int64_t>(
-        src.shape, src.kind == Value::Kind::Computed ? iota(shape_numel(src.shape)) : src.index);
+    Tensor index = Tensor::from_vector<std::int64_t>(src.shape, src.kind == Value::Kind::Computed
+                                                                    ? iota(shape_numel(src.shape))
+                                                                    : src.index_table());
     ins[0] = &index;
     for (std::size_t i = 1; i < n.inputs.size(); ++i) {
       if (n.inputs[i].empty()) continue;
@@ -740,7 +749,7 @@ class Compiler {
         return refusal("{}: concatenates parts of '{}' and '{}'", n.describe(), root, vp->root);
       }
       root = vp->root;
-      parts.push_back(Tensor::from_vector<std::int64_t>(vp->shape, vp->index));
+      parts.push_back(Tensor::from_vector<std::int64_t>(vp->shape, vp->index_table()));
     }
     std::vector<const Tensor*> ins;
     for (const Tensor& t : parts) ins.push_back(&t);
@@ -1017,16 +1026,34 @@ Refusable<std::unique_ptr<FusedLoop>> FusedLoop::compile(const Graph& graph,
   // In storage order, rows of whole cache lines of the plain tensors it converts from or
   // to (1024 elements span 16 pixels and more of NHWC with up to 64 channels), unless
   // such rows need larger offset tables (a row crossing an image row of a Pad is not
-  // separable): then rows of 64.
-  auto impl = Compiler(graph, nodes, needed, layouts, !layouts.empty(), 1024).compile();
+  // separable): then rows of 64, or of the innermost stored dim (a pixel's channels; a
+  // reflecting Pad maps neighbouring pixels backwards at the image's edges, so only rows
+  // of one pixel are separable: Candy's held two tables of 13 MB).
+  // Each try's loop is dropped before the next compiles (the winner compiled again):
+  // two at once held two sets of element-sized tables.
   auto table_bytes = [](const FusedLoop::Impl& i) {  // of maps that are not separable
     std::size_t b = 0;
     for (const auto& m : i.maps) b += m.table.size() * sizeof(std::int64_t);
     return b;
   };
-  if (impl && !layouts.empty()) {
-    auto narrow = Compiler(graph, nodes, needed, layouts, true, 64).compile();
-    if (narrow && table_bytes(**narrow) < table_bytes(**impl)) impl = std::move(narrow);
+  auto try_cols = [&](std::int64_t min_cols) {
+    return Compiler(graph, nodes, needed, layouts, !layouts.empty(), min_cols).compile();
+  };
+  const std::int64_t tries[] = {1024, 64, 2};
+  auto impl = try_cols(tries[0]);
+  if (impl && !layouts.empty() && table_bytes(**impl) > 0) {
+    std::size_t best_bytes = table_bytes(**impl);
+    std::size_t best = 0, held = 0;
+    for (std::size_t t = 1; t < std::size(tries) && best_bytes > 0; ++t) {
+      if (impl) (*impl).reset();  // its tables freed before the next ones are built
+      impl = try_cols(tries[t]);
+      held = t;
+      if (impl && table_bytes(**impl) < best_bytes) {
+        best_bytes = table_bytes(**impl);
+        best = t;
+      }
+    }
+    if (held != best) impl = try_cols(tries[best]);
   }
   if (!impl && !layouts.empty()) impl = Compiler(graph, nodes, needed, layouts, false).compile();
   if (!impl) return impl.refusal();

@@ -110,7 +110,7 @@ Graph softmax_graph() {
 // stored there (offsets from oneDNN descriptors), and compares with the reference.
 void expect_stored_loop_matches(const Graph& g,
                                 const std::map<std::string, dnnl::memory::desc>& descs,
-                                std::int64_t want_cols) {
+                                std::int64_t want_cols, std::int64_t max_scratch_bytes = -1) {
   std::vector<std::size_t> nodes;
   for (std::size_t i = 0; i < g.nodes.size(); ++i) nodes.push_back(i);
   const std::set<std::string> needed(g.outputs.begin(), g.outputs.end());
@@ -124,6 +124,7 @@ void expect_stored_loop_matches(const Graph& g,
   // storage order (whole cache lines of the plain tensors it converts: N, C/8, H, W, 8
   // blocked: 8 x 10 x 8 x 2; N, H, W, C: 16 x 10 x 8), else of the logical shape.
   EXPECT_EQ(loop->cols(), want_cols);
+  if (max_scratch_bytes >= 0) EXPECT_LE(loop->scratch_bytes(), max_scratch_bytes);
   const TensorMap feed = make_random_inputs(g, 3);
   const TensorMap want = ReferenceInterpreter(g).run(feed);
   auto stored_copy = [&](const std::string& t, const Tensor& logical) {
@@ -194,6 +195,22 @@ TEST(FusedLoop, APerChannelScaleOverChannelsLastPixels) {
   const Graph g = make_graph({{"x", {1, 24, 8, 8}}, {"s", {1, 24, 1, 1}}}, {},
                              {{"Mul", {"x", "s"}, {"y"}}}, {"y"});
   expect_stored_loop_matches(g, {{"x", nhwc}, {"y", nhwc}}, 1536);
+}
+
+// A reflecting Pad between channels-last tensors maps neighbouring pixels backwards at the
+// image's edges. An image row of 160 x 32 elements is longer than a row of the loop, and
+// rows of 1024 or 64 elements (parts of image rows) are not separable: they need a table
+// of one offset per element. Rows of one pixel's 32 channels need one per pixel.
+TEST(FusedLoop, AReflectingPadOverChannelsLastPixelsNeedsNoElementTable) {
+  const dnnl::memory::dims in{1, 32, 8, 156}, out{1, 32, 12, 160};
+  const auto nhwc = [](const dnnl::memory::dims& d) {
+    return dnnl::memory::desc(d, dnnl::memory::data_type::f32, dnnl::memory::format_tag::nhwc);
+  };
+  const Graph g =
+      make_graph({{"x", {in.begin(), in.end()}}}, {{"p", i64({8}, {0, 0, 2, 2, 0, 0, 2, 2})}},
+                 {{"Pad", {"x", "p"}, {"y"}, {{"mode", std::string("reflect")}}}}, {"y"});
+  const std::int64_t elements = 32 * 12 * 160;
+  expect_stored_loop_matches(g, {{"x", nhwc(in)}, {"y", nhwc(out)}}, 32, elements);
 }
 
 TEST(FusedLoop, ReductionsOverStoredTensorsWalkInLogicalOrder) {

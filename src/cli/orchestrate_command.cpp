@@ -10,10 +10,14 @@
 #include "cli/format.hpp"
 #include "cli/option_checks.hpp"
 #include "cost/cost_model.hpp"
+#include "eval/random_inputs.hpp"
 #include "orchestrate/orchestrator.hpp"
 #include "orchestrate/plan_export.hpp"
 #include "passes/load_model.hpp"
 #include "passes/static_part.hpp"
+#include "passes/widen_half_floats.hpp"
+#include "profile/plan_selection.hpp"
+#include "profile/plan_selection_cache.hpp"
 #include "util/atomic_file.hpp"
 #include "util/error.hpp"
 
@@ -33,7 +37,47 @@ struct OrchestrateCliOptions {
   CostCliOptions cost;
   std::string plan_kind = "optimal";
   bool static_part = false;
+  int k_best = 3;  // --plan-kind fastest
+  double select_seconds = 2;
+  bool reselect = false;
 };
+
+constexpr const char* kOrchestratePlanKinds[] = {"optimal", "operator-level", "per-primitive",
+                                                 "greedy-fusion", "fastest"};
+
+// --plan-kind fastest: the BLP's k best plans and greedy fusion timed end to end on this
+// CPU (random inputs, seed 0), the fastest written; the choice is cached as `orchid run`
+// caches it, under the same key.
+const Plan& select_fastest(const OrchestrateCliOptions& o, const Graph& graph,
+                           const Orchestration& result) {
+  PlanChoiceOptions co;
+  co.budget_seconds = o.select_seconds;
+  co.k_best = o.k_best;
+  co.costs = o.cost.profile ? "measured " + o.cost.profile_db : "analytic";
+  co.reselect = o.reselect;
+  const PlanChoice choice =
+      choose_fastest_plan(o.model.model, graph, result.fission, plan_candidates(result),
+                          make_random_inputs(graph, 0), co);
+  std::string timed;
+  const auto add = [&](const std::string& kind, double ms) {
+    timed += fmt::format("{}{} {:.3g}", timed.empty() ? "" : ", ", kind, ms);
+  };
+  if (choice.reused) {
+    for (const PlanTrial& t : choice.reused->trials) add(t.kind, t.median_ms);
+    fmt::print(
+        "select       {} (cached in {}; timed then, median ms: {}; --reselect times "
+        "them again)\n",
+        choice.plan->kind, choice.cache, timed);
+  } else {
+    for (const PlanTrial& t : choice.selection.trials) add(t.kind, t.median_ms);
+    fmt::print(
+        "select       {} ({} candidate plans timed end to end, {} rounds in {:.2f} s, "
+        "median ms: {})\n",
+        choice.plan->kind, choice.selection.trials.size(), choice.selection.rounds,
+        choice.selection.seconds, timed);
+  }
+  return *choice.plan;
+}
 
 // What the table and messages call a plan: a time-limited BLP that stopped short of proof
 // found the best plan it could, not a proven optimum.
@@ -66,14 +110,30 @@ void orchestrate_command(const OrchestrateCliOptions& o, const CLI::App& cmd) {
     }
   }
   const DeviceSpec spec = load_device_spec(o.device, config_roots());
+  const bool fastest = o.plan_kind == "fastest";
+  for (const char* option : {"--k-best", "--select-seconds", "--reselect"}) {
+    refuse_unless(cmd, option, fastest, "--plan-kind is not fastest");
+  }
+  if (fastest && spec.kind != "cpu") {
+    fail("--plan-kind fastest times the plans on this CPU; --device '{}' is not the CPU", o.device);
+  }
+  if (fastest && has_half_floats(loaded.graph)) {
+    fail(
+        "--plan-kind fastest: '{}' has f16/bf16 tensors, which the CPU runs widened to f32; "
+        "`orchid run {} --device cpu` selects its plan",
+        o.model.model, o.model.model);
+  }
   const auto cost_model = make_cost_model(spec, o.cost);
   OrchestrateOptions options;
+  if (fastest) options.k_best = static_cast<std::size_t>(o.k_best);
   options.time_limit_s = o.time_limit;
   options.rules.max_nodes = o.max_kernel_size;
   options.region_target_size = o.region_size;
   options.softmax_matmul_alternative = !o.no_softmax_alternative;
-  // Measured on this CPU: refined by timing the plans whole (in_context_costs.hpp).
-  const bool in_context = o.cost.profile && spec.kind == "cpu" && o.cost.context_rounds > 0;
+  // Measured on this CPU, or plans to be timed on it: refined by timing the plans whole
+  // (in_context_costs.hpp), as `orchid run`'s default selection is.
+  const bool in_context =
+      (o.cost.profile || fastest) && spec.kind == "cpu" && o.cost.context_rounds > 0;
   InContextReport in_context_report;
   const Orchestration result = orchestrate_with_costs(loaded.graph, *cost_model, o.cost, options,
                                                       in_context, &in_context_report);
@@ -110,7 +170,8 @@ void orchestrate_command(const OrchestrateCliOptions& o, const CLI::App& cmd) {
              o.cost.profile ? "; latencies are sums of measured kernel times" : "");
   report_measured_costs(*cost_model, o.cost, o.model.model);
   if (in_context) fmt::print("in context   {}\n", describe_in_context(in_context_report));
-  const Plan& chosen = plan_of_kind(result, o.plan_kind);
+  const Plan& chosen =
+      fastest ? select_fastest(o, loaded.graph, result) : plan_of_kind(result, o.plan_kind);
   // Both files or neither: contents first, then one atomic step.
   std::vector<std::pair<std::string, std::string>> files;
   if (!o.json.empty()) files.emplace_back(o.json, plan_to_json(result, chosen, o.model.model));
@@ -132,9 +193,25 @@ Action add_orchestrate_command(CLI::App& app) {
   cmd->add_option("--json", o->json, "Write the plan (--plan-kind, default optimal) as JSON");
   cmd->add_option("--dot", o->dot,
                   "Write the primitive graph coloured by the plan's kernels (Graphviz)");
-  add_plan_kind_option(*cmd, o->plan_kind,
-                       "Which plan --json and --dot write: optimal, operator-level, "
-                       "per-primitive or greedy-fusion");
+  cmd->add_option("--plan-kind", o->plan_kind,
+                  "Which plan --json and --dot write: optimal, operator-level, per-primitive, "
+                  "greedy-fusion, or (--device cpu) fastest: the --k-best best plans and greedy "
+                  "fusion timed end to end on this CPU, the fastest kept")
+      ->default_val("optimal")
+      ->check(CLI::IsMember(std::vector<std::string>(std::begin(kOrchestratePlanKinds),
+                                                     std::end(kOrchestratePlanKinds))));
+  cmd->add_option("--k-best", o->k_best,
+                  "With --plan-kind fastest: how many of the best plans to time")
+      ->default_val(3)
+      ->check(CLI::Range(1, 20));
+  cmd->add_option("--select-seconds", o->select_seconds,
+                  "With --plan-kind fastest: time for the candidate plans' timed runs together "
+                  "(each runs at least 3 times)")
+      ->default_val(2)
+      ->check(in_range(0, 3600));
+  cmd->add_flag("--reselect", o->reselect,
+                "With --plan-kind fastest: time the candidates again even when the choice is "
+                "cached (plan-choices-cpu.json beside the profile database)");
   add_cost_options(*cmd, o->cost, true);
   cmd->add_option("--time-limit", o->time_limit, "Seconds for the BLP solver, all regions")
       ->default_val(60)

@@ -385,6 +385,35 @@ TEST(CliCpu, DefaultRunSelectsAmongRankedPlansAndGreedy) {
   ASSERT_EQ(fixed.code, 0) << fixed.err;
   EXPECT_EQ(fixed.out.find("select   "), std::string::npos) << fixed.out;
   EXPECT_NE(fixed.out.find("plan     predicted "), std::string::npos) << fixed.out;
+
+  // `orchestrate --plan-kind fastest` writes the plan the same selection keeps, which
+  // `run --plan` executes. It shares run's cache (the run above with 2 threads stored this
+  // key's choice): timed again with --reselect, then taken from the cache.
+  const fs::path plan = cache / "fastest.json";
+  const std::string orchestrate = "orchestrate " + model("tiny_attention") +
+                                  " --device cpu --plan-kind fastest --select-seconds 0.2 --json " +
+                                  plan.string();
+  const Result chosen = run_cli(orchestrate + " --reselect");
+  ASSERT_EQ(chosen.code, 0) << chosen.err;
+  EXPECT_NE(chosen.out.find("candidate plans timed end to end"), std::string::npos) << chosen.out;
+  EXPECT_NE(chosen.out.find("in context"), std::string::npos) << chosen.out;
+  const std::size_t wrote = chosen.out.find("wrote " + plan.string() + " (");
+  ASSERT_NE(wrote, std::string::npos) << chosen.out;
+  const std::string kind = chosen.out.substr(chosen.out.find('(', wrote) + 1);
+  EXPECT_TRUE(kind.rfind("optimal", 0) == 0 || kind.rfind("greedy-fusion", 0) == 0) << kind;
+  const Result ran = run_cli("run " + model("tiny_attention") + " --plan " + plan.string());
+  ASSERT_EQ(ran.code, 0) << ran.err;
+  const Result cached = run_cli(orchestrate);
+  ASSERT_EQ(cached.code, 0) << cached.err;
+  EXPECT_NE(cached.out.find("cached in"), std::string::npos) << cached.out;
+  const Result gpu = run_cli("orchestrate " + model("tiny_attention") +
+                             " --device a100 --plan-kind fastest --json " + plan.string());
+  EXPECT_NE(gpu.code, 0);
+  EXPECT_NE(gpu.err.find("--device 'a100' is not the CPU"), std::string::npos) << gpu.err;
+  const Result stray = run_cli("orchestrate " + model("tiny_attention") +
+                               " --device cpu --k-best 2 --json " + plan.string());
+  EXPECT_NE(stray.code, 0);
+  EXPECT_NE(stray.err.find("--k-best"), std::string::npos) << stray.err;
 }
 
 }  // namespace

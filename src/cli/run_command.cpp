@@ -35,6 +35,7 @@
 #include "profile/cpu_environment.hpp"
 #include "profile/plan_selection.hpp"
 #include "profile/plan_selection_cache.hpp"
+#include "runtime/denormals.hpp"
 #include "runtime/int8_linear.hpp"
 #include "runtime/plan_executor.hpp"
 #include "util/atomic_file.hpp"
@@ -72,6 +73,7 @@ struct RunOptions {
   std::string json;                          // the report as JSON ("-": stdout, no text)
   std::string trace;                         // one timed run's kernels as a Chrome trace
   bool fp32_qdq = false;  // QDQ Conv/MatMul in fp32 after dequantization, not int8 kernels
+  bool keep_denormals = false;  // compute with denormal floats (runtime/denormals.hpp)
 };
 
 constexpr const char* kRunPlanKinds[] = {"fastest", "optimal", "operator-level", "per-primitive",
@@ -251,6 +253,7 @@ nlohmann::json stats_json(const PlanExecutorStats& s) {
 }
 
 void run(const RunOptions& options) {
+  set_flush_denormals(!options.keep_denormals);
   if (!options.distributed.mapping.empty()) {
     if (!options.trace.empty()) {
       fail("--trace describes a single-process run; with --mapping use --timeline");
@@ -681,6 +684,10 @@ Action add_run_command(CLI::App& app) {
       ->default_val("fastest")
       ->check(CLI::IsMember(
           std::vector<std::string>(std::begin(kRunPlanKinds), std::end(kRunPlanKinds))));
+  cmd->add_flag("--keep-denormals", options->keep_denormals,
+                "On the CPU: compute with denormal floats (below 1.2e-38) instead of flushing "
+                "them to zero while the plan runs; x86 cores take a slow path for each (30x "
+                "slower convolutions seen)");
   cmd->add_flag("--fp32-qdq", options->fp32_qdq,
                 "With --device cpu: run QDQ-quantized Conv/MatMul in fp32 after dequantization "
                 "instead of on oneDNN's int8 kernels");

@@ -13,6 +13,7 @@
 #include <optional>
 #include <variant>
 
+#include "runtime/denormals.hpp"
 #include "runtime/linear_layouts.hpp"
 #include "runtime/memory_plan.hpp"
 #include "runtime/stage.hpp"
@@ -270,6 +271,7 @@ void PlanExecutor::release_packed_weights(
 }
 
 void PlanExecutor::execute(const TensorMap& inputs) {
+  const DenormalsFlushed flushed;
   impl_->execute(inputs);
 }
 
@@ -282,6 +284,7 @@ const PlanExecutorStats& PlanExecutor::stats() const {
 }
 
 std::vector<double> PlanExecutor::execute_timed(const TensorMap& inputs) {
+  const DenormalsFlushed flushed;
   return impl_->execute_timed(inputs);
 }
 

@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <atomic>
+#include <mutex>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <xmmintrin.h>
@@ -17,6 +18,8 @@ std::atomic<bool> g_flush{true};
 
 #ifdef ORCHID_HAS_MXCSR
 constexpr unsigned kFtzDaz = 0x8040;  // MXCSR flush-to-zero (bit 15), denormals-are-zero (6)
+std::mutex g_workers_mutex;
+int g_workers_holds = 0;
 thread_local unsigned t_saved_mode = 0;
 thread_local bool t_saved = false;  // a thread not in the first team keeps its mode
 #endif
@@ -31,14 +34,10 @@ bool flush_denormals() {
   return g_flush;
 }
 
-DenormalsFlushed::DenormalsFlushed() {
+DenormalsFlushedOnWorkers::DenormalsFlushedOnWorkers() {
 #ifdef ORCHID_HAS_MXCSR
-  if (!g_flush) return;
-  active_ = true;
-  caller_mode_ = _mm_getcsr();
-  _mm_setcsr(caller_mode_ | kFtzDaz);
-  workers_ = omp_get_max_threads() > 1;
-  if (!workers_) return;
+  const std::lock_guard<std::mutex> lock(g_workers_mutex);
+  if (g_workers_holds++ > 0) return;
 #pragma omp parallel
   {
     if (omp_get_thread_num() != 0) {
@@ -50,19 +49,34 @@ DenormalsFlushed::DenormalsFlushed() {
 #endif
 }
 
-DenormalsFlushed::~DenormalsFlushed() {
+DenormalsFlushedOnWorkers::~DenormalsFlushedOnWorkers() {
 #ifdef ORCHID_HAS_MXCSR
-  if (!active_) return;
-  if (workers_) {
+  const std::lock_guard<std::mutex> lock(g_workers_mutex);
+  if (--g_workers_holds > 0) return;
 #pragma omp parallel
-    {
-      if (omp_get_thread_num() != 0 && t_saved) {
-        _mm_setcsr(t_saved_mode);
-        t_saved = false;
-      }
+  {
+    if (omp_get_thread_num() != 0 && t_saved) {
+      _mm_setcsr(t_saved_mode);
+      t_saved = false;
     }
   }
-  _mm_setcsr(caller_mode_);
+#endif
+}
+
+DenormalsFlushed::DenormalsFlushed(bool flush) {
+#ifdef ORCHID_HAS_MXCSR
+  if (!flush) return;
+  active_ = true;
+  caller_mode_ = _mm_getcsr();
+  _mm_setcsr(caller_mode_ | kFtzDaz);
+#else
+  (void)flush;
+#endif
+}
+
+DenormalsFlushed::~DenormalsFlushed() {
+#ifdef ORCHID_HAS_MXCSR
+  if (active_) _mm_setcsr(caller_mode_);
 #endif
 }
 

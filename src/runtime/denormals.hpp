@@ -1,30 +1,41 @@
 // Denormal floats (magnitudes below 1.2e-38) cost x86 cores a microcode assist per
 // operation: a convolution whose weights or inputs hold some ran 30x slower here (oneDNN's
 // AVX2 and AVX-512 kernels alike), with all of them 200x. Inference gains nothing from
-// them, so while a plan runs they are flushed to zero (MXCSR's FTZ and DAZ, as TensorFlow
-// does by default and oneDNN's documentation advises), on the calling thread and on the
-// OpenMP threads that run oneDNN and the fused loops, and restored afterwards (two
-// parallel regions per run: about 1.3 us here, which only microsecond models notice).
+// them, so they are flushed to zero (MXCSR's FTZ and DAZ, as TensorFlow does by default
+// and oneDNN's documentation advises) on the threads that run a plan: the OpenMP threads
+// that run oneDNN and the fused loops while a flushing executor exists, the calling thread
+// while it runs one. Each thread's earlier mode comes back afterwards.
 #pragma once
 
 namespace orchid {
 
-// Process-wide: whether executors flush denormals (default true; `--keep-denormals`).
+// Process-wide, read when an executor is built: whether it flushes denormals (default
+// true; `orchid run --keep-denormals`).
 void set_flush_denormals(bool flush);
 bool flush_denormals();
 
-// Sets FTZ and DAZ on this thread and every OpenMP thread for its lifetime, when
-// flush_denormals(); each thread's earlier mode comes back when it ends.
+// Held by each flushing executor: the OpenMP threads other than the caller flush
+// denormals while one is held (set when the first is taken, restored when the last is
+// released; setting them per run took two parallel regions, 1.3 us, which microsecond
+// layers of a distributed plan would pay each).
+class DenormalsFlushedOnWorkers {
+ public:
+  DenormalsFlushedOnWorkers();
+  ~DenormalsFlushedOnWorkers();
+  DenormalsFlushedOnWorkers(const DenormalsFlushedOnWorkers&) = delete;
+  DenormalsFlushedOnWorkers& operator=(const DenormalsFlushedOnWorkers&) = delete;
+};
+
+// The calling thread flushes denormals for the guard's lifetime (when `flush`).
 class DenormalsFlushed {
  public:
-  DenormalsFlushed();
+  explicit DenormalsFlushed(bool flush);
   ~DenormalsFlushed();
   DenormalsFlushed(const DenormalsFlushed&) = delete;
   DenormalsFlushed& operator=(const DenormalsFlushed&) = delete;
 
  private:
   bool active_ = false;
-  bool workers_ = false;  // OpenMP threads besides this one
   unsigned caller_mode_ = 0;
 };
 

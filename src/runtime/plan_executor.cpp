@@ -57,6 +57,8 @@ void return_freed_heap() {
 }  // namespace
 
 struct PlanExecutor::Impl {
+  // Set when built while flush_denormals(): its runs flush denormals (denormals.hpp).
+  std::optional<DenormalsFlushedOnWorkers> workers_flushed;
   const Graph& graph;
   const Plan& plan;
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
@@ -257,7 +259,9 @@ struct PlanExecutor::Impl {
 PlanExecutor::PlanExecutor(const Graph& graph, const Plan& plan,
                            const std::map<std::string, std::string>& alternatives,
                            const PlanExecutorOptions& options)
-    : impl_(std::make_unique<Impl>(graph, plan, alternatives, options)) {}
+    : impl_(std::make_unique<Impl>(graph, plan, alternatives, options)) {
+  if (flush_denormals()) impl_->workers_flushed.emplace();
+}
 
 PlanExecutor::~PlanExecutor() = default;
 
@@ -271,7 +275,7 @@ void PlanExecutor::release_packed_weights(
 }
 
 void PlanExecutor::execute(const TensorMap& inputs) {
-  const DenormalsFlushed flushed;
+  const DenormalsFlushed flushed(impl_->workers_flushed.has_value());
   impl_->execute(inputs);
 }
 
@@ -284,7 +288,7 @@ const PlanExecutorStats& PlanExecutor::stats() const {
 }
 
 std::vector<double> PlanExecutor::execute_timed(const TensorMap& inputs) {
-  const DenormalsFlushed flushed;
+  const DenormalsFlushed flushed(impl_->workers_flushed.has_value());
   return impl_->execute_timed(inputs);
 }
 

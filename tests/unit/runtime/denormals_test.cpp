@@ -33,16 +33,18 @@ std::vector<unsigned> thread_modes() {
 TEST(Denormals, FlushedOnEveryThreadWhileHeldAndRestoredAfter) {
   const std::vector<unsigned> before = thread_modes();
   {
-    const DenormalsFlushed flushed;
+    const DenormalsFlushedOnWorkers workers;
+    {
+      const DenormalsFlushedOnWorkers second;  // held twice: released once, still held
+    }
+    const DenormalsFlushed caller(true);
     for (unsigned m : thread_modes()) EXPECT_EQ(m & kFtzDaz, kFtzDaz);
   }
   EXPECT_EQ(thread_modes(), before);
-  set_flush_denormals(false);
   {
-    const DenormalsFlushed kept;
+    const DenormalsFlushed caller(false);
     EXPECT_EQ(thread_modes(), before);
   }
-  set_flush_denormals(true);
 }
 
 // x * 1e-39 is denormal: the reference keeps it, a plan run flushes it to zero (and the
@@ -57,14 +59,17 @@ TEST(Denormals, APlanRunFlushesThemAndKeepsThemWhenAsked) {
   ASSERT_EQ(want.at("z").data<float>()[0], tiny);
   const auto cost_model = make_analytic_cost_model(load_device_spec("cpu", test::source_configs()));
   const Orchestration o = orchestrate(g, *cost_model);
-  PlanExecutor executor(o.fission.graph, o.optimal, o.fission.alternatives);
   const unsigned mode = _mm_getcsr();
-  const TensorMap flushed = executor.run(feed);
-  EXPECT_EQ(_mm_getcsr(), mode);
-  for (std::int64_t i = 0; i < 64; ++i) EXPECT_EQ(flushed.at("z").data<float>()[i], 0.0f) << i;
-  set_flush_denormals(false);
-  const TensorMap kept = executor.run(feed);
+  {
+    PlanExecutor executor(o.fission.graph, o.optimal, o.fission.alternatives);
+    const TensorMap flushed = executor.run(feed);
+    EXPECT_EQ(_mm_getcsr(), mode);
+    for (std::int64_t i = 0; i < 64; ++i) EXPECT_EQ(flushed.at("z").data<float>()[i], 0.0f) << i;
+  }
+  set_flush_denormals(false);  // read when an executor is built
+  PlanExecutor keeping(o.fission.graph, o.optimal, o.fission.alternatives);
   set_flush_denormals(true);
+  const TensorMap kept = keeping.run(feed);
   for (std::int64_t i = 0; i < 64; ++i) EXPECT_EQ(kept.at("z").data<float>()[i], tiny) << i;
 }
 

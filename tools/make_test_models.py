@@ -11,6 +11,8 @@
 - dropout_mask.onnx: Dropout with ratio/training_mode inputs and its mask as a graph output,
   BatchNormalization (opset 13) listing its training statistics outputs, unused, as older
   PyTorch exports leave them.
+- denormal_mul.onnx: Relu(x * 1e-39), whose result is a denormal float, for the test that
+  plans flush denormals to zero unless asked to keep them.
 
 Run: /work/venv/bin/python tools/make_test_models.py tests/data/models
 """
@@ -113,12 +115,24 @@ def dropout_mask(rng):
                              producer_name="orchid-tools")
 
 
+def denormal_mul(rng):
+    del rng  # nothing random
+    graph = helper.make_graph(
+        [helper.make_node("Mul", ["x", "c"], ["y"]), helper.make_node("Relu", ["y"], ["z"])],
+        "denormal_mul", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 64])],
+        [numpy_helper.from_array(np.array([1e-39], np.float32), "c")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                             producer_name="orchid-tools")
+
+
 def main() -> int:
     out = sys.argv[1] if len(sys.argv) > 1 else "tests/data/models"
     os.makedirs(out, exist_ok=True)
     rng = np.random.default_rng(14)
     for name, make in (("attention_dynamic", attention_dynamic), ("mlp_fp16", mlp_fp16),
-                       ("conv_bf16", conv_bf16), ("dropout_mask", dropout_mask)):
+                       ("conv_bf16", conv_bf16), ("dropout_mask", dropout_mask),
+                       ("denormal_mul", denormal_mul)):
         model = make(rng)
         model.ir_version = 9
         onnx.checker.check_model(model, full_check=True)

@@ -25,6 +25,7 @@
 #include "profile/in_context_costs.hpp"
 #include "profile/plan_selection.hpp"
 #include "profile/plan_selection_cache.hpp"
+#include "runtime/denormals.hpp"
 #include "runtime/int8_linear.hpp"
 #include "runtime/plan_executor.hpp"
 #include "util/error.hpp"
@@ -45,10 +46,18 @@ class Session {
           const std::optional<std::string>& plan_json,
           const std::map<std::string, std::int64_t>& dims,
           const std::map<std::string, std::vector<std::int64_t>>& shapes, int threads,
-          const std::vector<std::string>& config_dirs)
+          const std::vector<std::string>& config_dirs, bool keep_denormals)
       : model_(model), threads_(threads > 0 ? threads : available_cores()) {
     if (threads < 0) fail("threads must be positive, got {}", threads);
     py::gil_scoped_release release;
+    // Read when an executor is built (runtime/denormals.hpp): this session's choice, the
+    // process's default again afterwards.
+    struct DenormalChoice {
+      bool before = flush_denormals();
+      ~DenormalChoice() { set_flush_denormals(before); }
+    } restore;
+    set_flush_denormals(!keep_denormals);
+    omp_set_num_threads(threads_);  // the executor's threads are set up with it
     loaded_ = load_model(model, import_options(dims, shapes));
     const Graph& g = loaded_.graph;
     // Plans run f16/bf16 models widened to f32, as `orchid run` does
@@ -187,9 +196,10 @@ void bind_session(py::module_& m) {
       .def(py::init<const std::string&, const std::string&, const std::optional<std::string>&,
                     const std::map<std::string, std::int64_t>&,
                     const std::map<std::string, std::vector<std::int64_t>>&, int,
-                    const std::vector<std::string>&>(),
+                    const std::vector<std::string>&, bool>(),
            py::arg("model"), py::arg("engine"), py::arg("plan_json"), py::arg("dims"),
-           py::arg("shapes"), py::arg("threads"), py::arg("config_dirs"))
+           py::arg("shapes"), py::arg("threads"), py::arg("config_dirs"),
+           py::arg("keep_denormals"))
       .def("plan_json", &Session::plan_json)
       .def("inputs", &Session::inputs)
       .def("outputs", &Session::outputs)

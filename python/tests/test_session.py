@@ -136,3 +136,19 @@ def test_half_float_model_runs_widened_like_the_cli():
     (got,), (want,) = sess.run(None, feed), ref.run(None, feed)
     assert got.dtype == want.dtype and got.shape == want.shape
     assert np.max(np.abs(got - want)) <= 1e-2 * (1 + np.max(np.abs(want)))
+
+
+def test_denormals_are_flushed_unless_kept(tmp_path):
+    # Relu(x * 1e-39) is a denormal float: the plan's threads flush it to zero (x86 cores
+    # compute denormals through a slow path); keep_denormals=True computes it, as the
+    # reference interpreter does.
+    path = str(MODELS_DATA / "denormal_mul.onnx")
+    plan = tmp_path / "plan.json"
+    run_cli("orchestrate", path, "--device", "cpu", "--json", plan)
+    feed = {"x": np.ones((1, 64), np.float32)}
+    (flushed,) = orchid.InferenceSession(path, plan=str(plan)).run(None, feed)
+    (kept,) = orchid.InferenceSession(path, plan=str(plan), keep_denormals=True).run(None, feed)
+    (want,) = orchid.InferenceSession(path, device="reference").run(None, feed)
+    tiny = np.float32(1e-39)
+    assert np.all(want == tiny) and np.all(kept == tiny)
+    assert np.all(flushed == 0)

@@ -198,8 +198,7 @@ void bind_session(py::module_& m) {
                     const std::map<std::string, std::vector<std::int64_t>>&, int,
                     const std::vector<std::string>&, bool>(),
            py::arg("model"), py::arg("engine"), py::arg("plan_json"), py::arg("dims"),
-           py::arg("shapes"), py::arg("threads"), py::arg("config_dirs"),
-           py::arg("keep_denormals"))
+           py::arg("shapes"), py::arg("threads"), py::arg("config_dirs"), py::arg("keep_denormals"))
       .def("plan_json", &Session::plan_json)
       .def("inputs", &Session::inputs)
       .def("outputs", &Session::outputs)

@@ -72,7 +72,7 @@ struct RunOptions {
   std::string linear_backend = "generated";  // with --device cuda: generated, vendor, auto
   std::string json;                          // the report as JSON ("-": stdout, no text)
   std::string trace;                         // one timed run's kernels as a Chrome trace
-  bool fp32_qdq = false;  // QDQ Conv/MatMul in fp32 after dequantization, not int8 kernels
+  bool fp32_qdq = false;        // QDQ Conv/MatMul in fp32 after dequantization, not int8 kernels
   bool keep_denormals = false;  // compute with denormal floats (runtime/denormals.hpp)
 };
 

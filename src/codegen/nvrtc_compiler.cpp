@@ -1,4 +1,9 @@
-// NVRTC: generated CUDA source to a cubin for one architecture, no GPU needed.
+// NVRTC: generated CUDA source to a cubin for one architecture, no GPU needed. The library
+// is loaded with dlopen when the first kernel is compiled, as the driver is
+// (cuda_executor.cpp): linked, it was mapped into every run and held 28 MB of resident
+// memory on the CPU path too (a third of MobileNetV2's), and a machine without the toolkit's
+// runtime could not start orchid at all. Types come from the toolkit's header.
+#include <dlfcn.h>
 #include <nvrtc.h>
 
 #include <fmt/format.h>
@@ -14,35 +19,86 @@
 
 namespace orchid::codegen {
 
+namespace {
+
+#define ORCHID_NVRTC_STR(x) #x
+// clang-format off
+#define ORCHID_NVRTC_LIST(X) \
+  X(nvrtcCreateProgram) \
+  X(nvrtcCompileProgram) \
+  X(nvrtcGetProgramLogSize) \
+  X(nvrtcGetProgramLog) \
+  X(nvrtcGetCUBINSize) \
+  X(nvrtcGetCUBIN) \
+  X(nvrtcDestroyProgram) \
+  X(nvrtcVersion)
+// clang-format on
+
+struct Nvrtc {
+  void* handle = nullptr;
+#define ORCHID_NVRTC(fn) decltype(&fn) fn##_p = nullptr;
+  ORCHID_NVRTC_LIST(ORCHID_NVRTC)
+#undef ORCHID_NVRTC
+  std::string error;
+
+  // The toolkit's runtime by soname (LD_LIBRARY_PATH, the loader's cache), else where the
+  // build found it.
+  Nvrtc() {
+    const std::string soname = "libnvrtc.so." ORCHID_NVRTC_MAJOR;
+    for (const char* name : {soname.c_str(), ORCHID_NVRTC_LIBRARY}) {
+      if ((handle = dlopen(name, RTLD_NOW | RTLD_LOCAL))) break;
+    }
+    if (!handle) {
+      error = fmt::format("NVRTC ({}) is not installed", soname);
+      return;
+    }
+#define ORCHID_NVRTC(fn)                                                         \
+  fn##_p = reinterpret_cast<decltype(&fn)>(dlsym(handle, ORCHID_NVRTC_STR(fn))); \
+  if (!fn##_p && error.empty()) error = soname + " lacks " ORCHID_NVRTC_STR(fn);
+    ORCHID_NVRTC_LIST(ORCHID_NVRTC)
+#undef ORCHID_NVRTC
+  }
+};
+
+// Loaded once, on first use; fails with the reason when it cannot be.
+const Nvrtc& nvrtc() {
+  static const Nvrtc n;
+  if (!n.error.empty()) fail("{}: --device cuda and CUDA code generation need it", n.error);
+  return n;
+}
+
+}  // namespace
+
 bool cuda_built() {
   return true;
 }
 
 NvrtcResult nvrtc_compile(const std::string& source, int arch) {
+  const Nvrtc& lib = nvrtc();
   NvrtcResult result;
   nvrtcProgram prog = nullptr;
-  if (nvrtcCreateProgram(&prog, source.c_str(), "orchid_plan.cu", 0, nullptr, nullptr) !=
+  if (lib.nvrtcCreateProgram_p(&prog, source.c_str(), "orchid_plan.cu", 0, nullptr, nullptr) !=
       NVRTC_SUCCESS) {
     fail("NVRTC: cannot create a program");
   }
   const std::string gpu = fmt::format("--gpu-architecture=sm_{}", arch);
   const char* options[] = {gpu.c_str(), "--std=c++17", "-default-device"};
-  const nvrtcResult status = nvrtcCompileProgram(prog, 3, options);
+  const nvrtcResult status = lib.nvrtcCompileProgram_p(prog, 3, options);
   std::size_t log_size = 0;
-  nvrtcGetProgramLogSize(prog, &log_size);
+  lib.nvrtcGetProgramLogSize_p(prog, &log_size);
   result.log.resize(log_size);
-  if (log_size > 0) nvrtcGetProgramLog(prog, result.log.data());
+  if (log_size > 0) lib.nvrtcGetProgramLog_p(prog, result.log.data());
   while (!result.log.empty() && (result.log.back() == '\0' || result.log.back() == '\n')) {
     result.log.pop_back();
   }
   result.ok = status == NVRTC_SUCCESS;
   if (result.ok) {
     std::size_t size = 0;
-    nvrtcGetCUBINSize(prog, &size);
+    lib.nvrtcGetCUBINSize_p(prog, &size);
     result.cubin.resize(size);
-    nvrtcGetCUBIN(prog, result.cubin.data());
+    lib.nvrtcGetCUBIN_p(prog, result.cubin.data());
   }
-  nvrtcDestroyProgram(&prog);
+  lib.nvrtcDestroyProgram_p(&prog);
   return result;
 }
 
@@ -64,7 +120,7 @@ std::filesystem::path cubin_cache_dir() {
 NvrtcResult nvrtc_compile_cached(const std::string& source, int arch) {
   const std::filesystem::path dir = cubin_cache_dir();
   int major = 0, minor = 0;
-  nvrtcVersion(&major, &minor);
+  nvrtc().nvrtcVersion_p(&major, &minor);
   // The key: the source, the architecture and the compiler's version.
   const std::size_t key =
       std::hash<std::string>{}(fmt::format("{}\n// sm_{} nvrtc {}.{}", source, arch, major, minor));

@@ -124,7 +124,9 @@ void expect_stored_loop_matches(const Graph& g,
   // storage order (whole cache lines of the plain tensors it converts: N, C/8, H, W, 8
   // blocked: 8 x 10 x 8 x 2; N, H, W, C: 16 x 10 x 8), else of the logical shape.
   EXPECT_EQ(loop->cols(), want_cols);
-  if (max_scratch_bytes >= 0) EXPECT_LE(loop->scratch_bytes(), max_scratch_bytes);
+  if (max_scratch_bytes >= 0) {
+    EXPECT_LE(loop->scratch_bytes(), max_scratch_bytes);
+  }
   const TensorMap feed = make_random_inputs(g, 3);
   const TensorMap want = ReferenceInterpreter(g).run(feed);
   auto stored_copy = [&](const std::string& t, const Tensor& logical) {

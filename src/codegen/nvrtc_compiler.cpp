@@ -63,7 +63,7 @@ struct Nvrtc {
 // Loaded once, on first use; fails with the reason when it cannot be.
 const Nvrtc& nvrtc() {
   static const Nvrtc n;
-  if (!n.error.empty()) fail("{}: --device cuda and CUDA code generation need it", n.error);
+  if (!n.error.empty()) fail("{}: compiling CUDA kernels (--device cuda) needs it", n.error);
   return n;
 }
 

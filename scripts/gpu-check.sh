@@ -79,7 +79,7 @@ if [ -n "$bundle" ]; then
       exit 3
     fi
   fi
-  # NVRTC (linked) and cuBLASLt/cuDNN (optional) from this machine's toolkit or wheels.
+  # NVRTC and cuBLASLt/cuDNN (all dlopen'ed, NVRTC needed) from this machine's toolkit or wheels.
   libdirs="$packed/lib"
   roots=(/usr/local/cuda*/lib* /usr/lib/x86_64-linux-gnu
          $("$python" -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null))

@@ -24,16 +24,18 @@ AlignedBuffer::AlignedBuffer(std::int64_t bytes) {
   // Sizes come from plans and models: within the memory budget before anything else, so
   // an absurd size is the user's error, named, not an overflow further down.
   check_memory_budget(bytes, "an executor buffer (arena, scratch or layout pool)");
-  // One spare line past the end: vector loops may read (never use) a little beyond a tensor.
+  // One spare line past the end: vector loops may read (never use) a little beyond a tensor;
+  // one more to align what calloc returns.
   const std::int64_t rounded = round_up(bytes);
-  if (rounded > std::numeric_limits<std::int64_t>::max() - static_cast<std::int64_t>(kAlignment)) {
+  if (rounded >
+      std::numeric_limits<std::int64_t>::max() - 2 * static_cast<std::int64_t>(kAlignment)) {
     internal_error("aligned buffer: size {} overflows", bytes);
   }
-  const auto total = static_cast<std::size_t>(rounded) + kAlignment;
-  auto* p = static_cast<std::byte*>(std::aligned_alloc(kAlignment, total));
+  const auto total = static_cast<std::size_t>(rounded) + 2 * kAlignment;
+  auto* p = static_cast<std::byte*>(std::calloc(total, 1));
   if (!p) throw std::bad_alloc();
-  std::memset(p, 0, total);
-  data_.reset(p);
+  block_.reset(p);
+  shift_ = kAlignment - reinterpret_cast<std::uintptr_t>(p) % kAlignment;
   size_ = bytes;
 }
 

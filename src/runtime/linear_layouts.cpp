@@ -280,7 +280,7 @@ void relayout_memory_bound_ops(std::vector<std::vector<Stage>>& kernels, const G
 
 void relayout_loops(std::vector<std::vector<Stage>>& kernels, const Graph& graph,
                     const KeptLayouts& kept, PlanExecutorStats& stats) {
-  // One offset table per tensor (8 bytes per element), shared by the loops reading or
+  // One offset table per tensor (4 bytes per element), shared by the loops reading or
   // writing it and dropped after the last of them: kept all at once they took 156 MB of
   // Candy's executor build.
   std::map<std::string, std::size_t> uses_left;

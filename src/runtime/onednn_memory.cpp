@@ -1,6 +1,7 @@
 #include "runtime/onednn_memory.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "util/error.hpp"
@@ -58,6 +59,9 @@ StoredLayout stored_layout(const memory::desc& desc) {
   for (int k = 0; k < b.inner_nblks; ++k) out.storage_dims.push_back(b.inner_blks[k]);
   std::int64_t numel = 1;
   for (int d = 0; d < ndims; ++d) numel *= md.dims[d];
+  if (numel > std::numeric_limits<std::int32_t>::max()) {
+    internal_error("stored_layout: {} elements need offsets wider than 32 bits", numel);
+  }
   out.offsets.resize(static_cast<std::size_t>(numel));
   std::vector<std::int64_t> index(static_cast<std::size_t>(ndims), 0);
   std::vector<std::int64_t> rest(static_cast<std::size_t>(ndims));
@@ -75,7 +79,7 @@ StoredLayout stored_layout(const memory::desc& desc) {
       rest[d] /= b.inner_blks[k];
       stride *= b.inner_blks[k];
     }
-    out.offsets[static_cast<std::size_t>(i)] = off;
+    out.offsets[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(off);
     for (int d = ndims; d-- > 0;) {  // next logical index, row-major
       if (++index[static_cast<std::size_t>(d)] < md.dims[d]) break;
       index[static_cast<std::size_t>(d)] = 0;

@@ -40,6 +40,12 @@ using Unary = UnaryFn;
 using Binary = BinaryFn;
 using Reduce = ReduceFn;
 
+// Element indices and offsets while compiling, and the tables kept for maps that are not
+// separable: 32 bits, half the memory of 64-bit ones on tables of a tensor's size (runs
+// over tensors of 2^31 elements and more are refused).
+using Index = std::int32_t;
+using Indices = std::vector<Index>;
+
 // Ops that only move elements: their reference kernels, run on a tensor of offsets,
 // say which source element each output element copies. Constant-mode Pad writes a fill
 // value, not a source element, and linear Resize blends several, so those stay out.
@@ -119,7 +125,8 @@ inline float apply_binary(Binary op, float x, float y) {
 // Where a loaded or stored element lives relative to its tensor's start, for element
 // (r, c) of the loop: row_off[r] + col_off[c] when the map is separable, else table[r*C+c].
 struct OffsetMap {
-  std::vector<std::int64_t> row_off, col_off, table;
+  std::vector<std::int64_t> row_off, col_off;
+  Indices table;
   bool contiguous_cols = false;  // col_off[c] == c: a row is one contiguous run
   bool constant_cols = false;    // col_off[c] == 0: one value per row
   // Separable, with col_off not increasing: the columns in increasing col_off. A row then
@@ -134,12 +141,12 @@ struct OffsetMap {
   // (the loop's rows of 1344 columns wrote every 96th element 14 times over).
   std::int64_t period = 0;
 
-  static OffsetMap build(std::vector<std::int64_t> flat, std::int64_t rows, std::int64_t cols) {
+  static OffsetMap build(Indices flat, std::int64_t rows, std::int64_t cols) {
     OffsetMap m;
     m.row_off.resize(static_cast<std::size_t>(rows));
     m.col_off.resize(static_cast<std::size_t>(cols));
     for (std::int64_t r = 0; r < rows; ++r) m.row_off[r] = flat[r * cols];
-    for (std::int64_t c = 0; c < cols; ++c) m.col_off[c] = flat[c] - flat[0];
+    for (std::int64_t c = 0; c < cols; ++c) m.col_off[c] = std::int64_t{flat[c]} - flat[0];
     bool separable = true;
     for (std::int64_t r = 0; r < rows && separable; ++r) {
       for (std::int64_t c = 0; c < cols; ++c) {
@@ -180,7 +187,8 @@ struct OffsetMap {
     return table.empty() ? row_off[r] + col_off[c] : table[r * cols + c];
   }
   std::int64_t bytes() const {
-    return static_cast<std::int64_t>((row_off.size() + col_off.size() + table.size()) * 8);
+    return static_cast<std::int64_t>((row_off.size() + col_off.size()) * sizeof(std::int64_t) +
+                                     table.size() * sizeof(Index));
   }
 };
 
@@ -204,23 +212,29 @@ struct Instr {
   Operand out;
 };
 
-// Numpy broadcast of an index tensor (int64) of shape `from` to shape `to`, flattened;
-// `index` null: the identity (element i holds i).
-std::vector<std::int64_t> broadcast_flat(const std::vector<std::int64_t>* index, const Shape& from,
-                                         const Shape& to) {
-  std::vector<std::int64_t> out(static_cast<std::size_t>(shape_numel(to)));
+// Numpy broadcast of an index table of shape `from` to shape `to`, flattened; `index`
+// null: the identity (element i holds i).
+Indices broadcast_flat(const Index* index, const Shape& from, const Shape& to) {
+  Indices out(static_cast<std::size_t>(shape_numel(to)));
   elementwise_util::for_each_broadcast<1>(
       to, {&from}, [&](std::int64_t i, const std::array<std::int64_t, 1>& off) {
-        out[static_cast<std::size_t>(i)] =
-            index ? (*index)[static_cast<std::size_t>(off[0])] : off[0];
+        out[static_cast<std::size_t>(i)] = index ? index[off[0]] : static_cast<Index>(off[0]);
       });
   return out;
 }
 
-std::vector<std::int64_t> iota(std::int64_t n) {
-  std::vector<std::int64_t> v(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = i;
+Indices iota(std::int64_t n) {
+  Indices v(static_cast<std::size_t>(n));
+  std::iota(v.begin(), v.end(), Index{0});
   return v;
+}
+
+// The identity index tensor of `shape` (element i holds i), for running a data move's
+// reference kernel on offsets.
+Tensor iota_tensor(const Shape& shape) {
+  Tensor t(DType::I32, shape);
+  std::iota(t.data<Index>(), t.data<Index>() + t.numel(), Index{0});
+  return t;
 }
 
 // Columns per row for a run without reductions over `dims` (outermost first): at least
@@ -266,21 +280,19 @@ namespace {
 struct Value {
   enum class Kind { Leaf, Computed, Scattered } kind = Kind::Leaf;
   Shape shape;
-  // Leaf: element offsets into `root` (shape `shape`), none where they are its own flat
-  // indices (a tensor the run reads as it is: no table of its size held while compiling).
-  // Scattered: flat indices of the computed full value each element takes.
+  // Leaf: element offsets into `root` (an I32 tensor of shape `shape`), none where they
+  // are its own flat indices (a tensor the run reads as it is: no table of its size held
+  // while compiling). Scattered: flat indices of the computed full value each element
+  // takes. Dropped once the run's last use of the value is compiled.
   std::string root;
-  std::vector<std::int64_t> index;
+  Tensor index;
   bool identity = false;
 
-  std::vector<std::int64_t> index_table() const;
+  // The index table, or null for the identity.
+  const Index* index_data() const { return identity ? nullptr : index.data<Index>(); }
   // Computed: the operand holding it.
   Operand operand;
 };
-
-std::vector<std::int64_t> Value::index_table() const {
-  return identity ? iota(shape_numel(shape)) : index;
-}
 
 class Compiler {
  public:
@@ -299,11 +311,32 @@ class Compiler {
 
   Refusable<std::unique_ptr<FusedLoop::Impl>> compile() {
     for (std::size_t idx : nodes_) {
-      for (const auto& o : g_.nodes[idx].outputs) produced_.insert(o);
+      const Node& n = g_.nodes[idx];
+      for (const auto& o : n.outputs) produced_.insert(o);
+      for (const auto& t : n.inputs) {
+        if (t.empty()) continue;
+        ++uses_left_[t];
+        if (shape_numel(g_.tensor(t).shape) > std::numeric_limits<Index>::max()) {
+          return refusal("{}: '{}' has 2^31 elements or more", n.describe(), t);
+        }
+      }
+      for (const auto& o : n.outputs) {
+        if (shape_numel(g_.tensor(o).shape) > std::numeric_limits<Index>::max()) {
+          return refusal("{}: '{}' has 2^31 elements or more", n.describe(), o);
+        }
+      }
     }
+    for (const auto& t : needed_) ++uses_left_[t];
     ORCHID_TRY(plan_domain());
-    for (std::size_t idx : nodes_) ORCHID_TRY(emit(g_.nodes[idx]));
-    for (const auto& t : needed_) ORCHID_TRY(store(t));
+    for (std::size_t idx : nodes_) {
+      const Node& n = g_.nodes[idx];
+      ORCHID_TRY(emit(n));
+      for (const auto& t : n.inputs) used(t);
+    }
+    for (const auto& t : needed_) {
+      ORCHID_TRY(store(t));
+      used(t);
+    }
     if (full_ > 64) return refusal("more than 64 full values");
     impl_->rows = rows_;
     impl_->cols = cols_;
@@ -380,7 +413,8 @@ class Compiler {
         // Domain element d is the element stored at offset d of that tensor.
         domain_.assign(static_cast<std::size_t>(full), 0);
         for (std::int64_t i = 0; i < full; ++i) {
-          domain_[static_cast<std::size_t>(order->offsets[static_cast<std::size_t>(i)])] = i;
+          domain_[static_cast<std::size_t>(order->offsets[static_cast<std::size_t>(i)])] =
+              static_cast<Index>(i);
         }
         cols = pick_cols(order->storage_dims, storage_min_cols_);
       } else {
@@ -464,10 +498,12 @@ class Compiler {
     return in_order;
   }
 
-  // Per domain element, the value `by_logical` holds for its logical element.
-  std::vector<std::int64_t> in_domain(std::vector<std::int64_t> by_logical) const {
+  // Per domain element, the value `by_logical` holds for its logical element. (Permuting in
+  // place along the domain's cycles saves a table but took 3.8 s of Candy's executor build:
+  // every step a cache miss.)
+  Indices in_domain(Indices by_logical) const {
     if (domain_.empty()) return by_logical;
-    std::vector<std::int64_t> out(domain_.size());
+    Indices out(domain_.size());
     for (std::size_t d = 0; d < domain_.size(); ++d) {
       out[d] = by_logical[static_cast<std::size_t>(domain_[d])];
     }
@@ -475,7 +511,7 @@ class Compiler {
   }
 
   // Logical element offsets into `t` turned into memory offsets, per its stored layout.
-  std::vector<std::int64_t> stored(const std::string& t, std::vector<std::int64_t> offsets) const {
+  Indices stored(const std::string& t, Indices offsets) const {
     auto it = layouts_.find(t);
     if (it == layouts_.end()) return offsets;
     for (auto& o : offsets) o = it->second->offsets[static_cast<std::size_t>(o)];
@@ -499,6 +535,13 @@ class Compiler {
     v.root = t;
     v.identity = true;
     return &values_.emplace(t, std::move(v)).first->second;
+  }
+
+  // One use of `t` compiled: after its last, its index table goes (a chain of moves over a
+  // large image held one table per step).
+  void used(const std::string& t) {
+    if (t.empty() || --uses_left_[t] > 0) return;
+    if (auto it = values_.find(t); it != values_.end()) it->second.index = Tensor();
   }
 
   int read_slot(const std::string& t) {
@@ -533,7 +576,7 @@ class Compiler {
     if (v.kind == Value::Kind::Computed) {
       // Its flat order must line up with the output's under broadcasting: a full value
       // element for element, a row value (possibly spread over full shape) row for row.
-      const std::vector<std::int64_t> flat = broadcast_flat(nullptr, v.shape, to);
+      const Indices flat = broadcast_flat(nullptr, v.shape, to);
       const bool src_full = v.operand.kind == Operand::Kind::Full;
       const bool spread = shape_numel(v.shape) == full_size_;
       if (src_full && !to_full) return refusal("{}: full input for a row output", n.describe());
@@ -555,7 +598,7 @@ class Compiler {
     const std::string key =
         fmt::format("{}|{}|{}", t, shape_to_string(to), root.dtype == DType::Bool);
     if (auto it = loaded_.find(key); it != loaded_.end()) return it->second;
-    std::vector<std::int64_t> flat = broadcast_flat(v.identity ? nullptr : &v.index, v.shape, to);
+    Indices flat = broadcast_flat(v.index_data(), v.shape, to);
     Instr ins;
     ins.read = read_slot(v.root);
     ins.bool_src = root.dtype == DType::Bool;
@@ -689,10 +732,9 @@ class Compiler {
     // Run the op's reference kernel on the index tensor: the result says, per output
     // element, which element of the source it copies.
     std::vector<const Tensor*> ins(n.inputs.size(), nullptr);
-    Tensor index = Tensor::from_vector<std::int64_t>(src.shape, src.kind == Value::Kind::Computed
-                                                                    ? iota(shape_numel(src.shape))
-                                                                    : src.index_table());
-    ins[0] = &index;
+    Tensor identity;
+    if (src.kind == Value::Kind::Computed || src.identity) identity = iota_tensor(src.shape);
+    ins[0] = src.kind == Value::Kind::Computed || src.identity ? &identity : &src.index;
     for (std::size_t i = 1; i < n.inputs.size(); ++i) {
       if (n.inputs[i].empty()) continue;
       ORCHID_TRY_LET(c, constant(n.inputs[i], n));
@@ -702,6 +744,7 @@ class Compiler {
     v.shape = g_.tensor(y).shape;
     ORCHID_TRY_LET(index_moved, moved_offsets(n, ins));
     v.index = std::move(index_moved);
+    identity = Tensor();
     if (src.kind == Value::Kind::Leaf) {
       v.kind = Value::Kind::Leaf;
       v.root = src.root;
@@ -720,15 +763,13 @@ class Compiler {
 
   // The data move `n` run by its reference kernel on offset tensors `ins` (its other inputs,
   // constants, as they are): per element of its result, the offset it copies.
-  Refusable<std::vector<std::int64_t>> moved_offsets(const Node& n,
-                                                     const std::vector<const Tensor*>& ins) {
+  Refusable<Tensor> moved_offsets(const Node& n, const std::vector<const Tensor*>& ins) {
     std::vector<Tensor> outs;
-    outs.emplace_back(DType::I64, g_.tensor(n.outputs[0]).shape);
+    outs.emplace_back(DType::I32, g_.tensor(n.outputs[0]).shape);
     ReferenceKernel kernel = find_reference_kernel(n.op_type);
     if (!kernel) return refusal("{}: no kernel", n.describe());
     kernel(n, ins, outs);
-    return std::vector<std::int64_t>(outs[0].data<std::int64_t>(),
-                                     outs[0].data<std::int64_t>() + outs[0].numel());
+    return std::move(outs[0]);
   }
 
   // A Concat of parts of one tensor the run reads (YOLO's Focus: four strided Slices of the
@@ -739,7 +780,8 @@ class Compiler {
   // oneDNN's concatenation.
   Refusable<void> emit_concat(const Node& n) {
     std::string root;
-    std::vector<Tensor> parts;
+    std::vector<const Tensor*> ins;
+    std::vector<std::unique_ptr<Tensor>> identities;  // parts read as they are
     for (const auto& t : n.inputs) {
       ORCHID_TRY_LET(vp, value(t));
       if (vp->kind != Value::Kind::Leaf) {
@@ -749,10 +791,13 @@ class Compiler {
         return refusal("{}: concatenates parts of '{}' and '{}'", n.describe(), root, vp->root);
       }
       root = vp->root;
-      parts.push_back(Tensor::from_vector<std::int64_t>(vp->shape, vp->index_table()));
+      if (vp->identity) {
+        identities.push_back(std::make_unique<Tensor>(iota_tensor(vp->shape)));
+        ins.push_back(identities.back().get());
+      } else {
+        ins.push_back(&vp->index);
+      }
     }
-    std::vector<const Tensor*> ins;
-    for (const Tensor& t : parts) ins.push_back(&t);
     Value v;
     v.kind = Value::Kind::Leaf;
     v.shape = g_.tensor(n.outputs[0]).shape;
@@ -790,11 +835,12 @@ class Compiler {
     } else {
       // Scattered: invert "output element j takes computed element index[j]".
       if (numel != full_size_) return refusal("'{}' is a partial copy of a computed value", t);
-      std::vector<std::int64_t> where(static_cast<std::size_t>(numel), -1);
+      Indices where(static_cast<std::size_t>(numel), -1);
+      const Index* index = v.index.data<Index>();
       for (std::int64_t j = 0; j < numel; ++j) {
-        std::int64_t& w = where[static_cast<std::size_t>(v.index[static_cast<std::size_t>(j)])];
+        Index& w = where[static_cast<std::size_t>(index[j])];
         if (w != -1) return refusal("'{}' repeats elements of a computed value", t);
-        w = j;
+        w = static_cast<Index>(j);
       }
       ins.x = scatter_source_.at(t);
       ins.kind = Instr::Kind::Store;
@@ -811,8 +857,10 @@ class Compiler {
   const StoredLayouts& layouts_;
   const bool storage_order_;
   const std::int64_t storage_min_cols_;
-  std::vector<std::int64_t> domain_;  // domain element -> logical element; empty: identity
+  Indices domain_;  // domain element -> logical element; empty: identity
   std::set<std::string> produced_;
+  // Per tensor, the uses (node inputs and hand-outs) not compiled yet.
+  std::unordered_map<std::string, int> uses_left_;
   std::unordered_map<std::string, Value> values_;
   std::unordered_map<std::string, Operand> scatter_source_;
   std::unordered_map<std::string, Operand> loaded_;
@@ -867,7 +915,7 @@ void FusedLoop::Impl::run_rows(std::int64_t begin, std::int64_t end, int thread,
             }
             full_ptr[ins.out.id] = dst;
           } else {
-            const std::int64_t* t = m.table.data() + r * C;
+            const Index* t = m.table.data() + r * C;
             for (std::int64_t c = 0; c < C; ++c) dst[c] = src[t[c]];
             full_ptr[ins.out.id] = dst;
           }
@@ -1033,7 +1081,7 @@ Refusable<std::unique_ptr<FusedLoop>> FusedLoop::compile(const Graph& graph,
   // two at once held two sets of element-sized tables.
   auto table_bytes = [](const FusedLoop::Impl& i) {  // of maps that are not separable
     std::size_t b = 0;
-    for (const auto& m : i.maps) b += m.table.size() * sizeof(std::int64_t);
+    for (const auto& m : i.maps) b += m.table.size() * sizeof(Index);
     return b;
   };
   auto try_cols = [&](std::int64_t min_cols) {

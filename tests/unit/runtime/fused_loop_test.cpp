@@ -356,6 +356,14 @@ TEST(FusedLoop, RefusesWhatItCannotExpress) {
   EXPECT_FALSE(gathered);
   if (!gathered) why = gathered.why();
   EXPECT_NE(why.find("1228800"), std::string::npos) << why;
+  // Offsets are 32-bit: a tensor of 2^31 elements is refused by name before any table of
+  // its size is built (only its shape exists here).
+  const Graph huge =
+      make_graph({{"x", {2, std::int64_t{1} << 30}}}, {}, {{"Relu", {"x"}, {"y"}}}, {"y"});
+  auto wide = FusedLoop::compile(huge, {0}, {"y"});
+  EXPECT_FALSE(wide);
+  if (!wide) why = wide.why();
+  EXPECT_NE(why.find("'x' has 2^31 elements or more"), std::string::npos) << why;
 }
 
 TEST(PlanExecutorSteadyState, ExecuteAllocatesNothingOutsideOneDnn) {

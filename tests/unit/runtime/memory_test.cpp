@@ -2,7 +2,11 @@
 // after another, and the memory plan that places every tensor.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdint>
+#include <cstring>
+#include <fstream>
 #include <limits>
 
 #include "runtime/aligned_buffer.hpp"
@@ -31,6 +35,28 @@ TEST(AlignedBuffer, IsAlignedZeroedAndSized) {
   EXPECT_NE(empty.data(), nullptr);
   AlignedBuffer moved = std::move(b);
   EXPECT_EQ(moved.size(), 100);
+}
+
+// Resident memory of this process in bytes (/proc/self/statm's second field, in pages).
+std::int64_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  std::int64_t size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * sysconf(_SC_PAGESIZE);
+}
+
+// An arena is built long before a plan first runs; its pages must not count until then
+// (the executor's build peaks meanwhile: offset tables of a tensor's size).
+TEST(AlignedBuffer, CostsNoResidentMemoryUntilWritten) {
+  constexpr std::int64_t kBytes = 64 << 20;
+  const std::int64_t before = resident_bytes();
+  AlignedBuffer b(kBytes);
+  const std::int64_t allocated = resident_bytes();
+  EXPECT_LT(allocated - before, kBytes / 8);
+  std::memset(b.data(), 1, static_cast<std::size_t>(kBytes));
+  EXPECT_GT(resident_bytes() - before, kBytes / 2);
+  AlignedBuffer fresh(kBytes);
+  for (std::int64_t i = 0; i < kBytes; i += 4093) ASSERT_EQ(fresh.data()[i], std::byte{0});
 }
 
 TEST(AlignedBuffer, RefusesNegativeAndOverflowingSizes) {

@@ -53,10 +53,10 @@ PlanSelection select_fastest_plan(const Graph& graph,
   if (plans.empty()) internal_error("select_fastest_plan: no plans");
   const auto start = Clock::now();
   PlanSelection out;
-  std::int64_t bytes = 0;
+  std::int64_t bytes = 0;  // the largest arena: the candidates share one (below)
   for (const Plan* p : plans) {
     out.trials.push_back({p->kind, p->total_us / 1e3, {}, 0, 0});
-    bytes += p->arena_bytes;
+    bytes = std::max(bytes, p->arena_bytes);
   }
   bytes += 2 * plans.front()->weight_bytes;  // originals and one packed copy, shared
   out.interleaved = plans.size() == 1 || bytes <= options.interleave_bytes;
@@ -64,6 +64,8 @@ PlanSelection select_fastest_plan(const Graph& graph,
   PackedWeights packing;  // the candidates pack each weight once between them
   PlanExecutorOptions shared;
   shared.packing = &packing;
+  // They run in turns: one arena and pools, of the largest one's size, serve them all.
+  shared.memory = std::make_shared<SharedExecutorMemory>();
   if (out.interleaved) {
     executors.clear();
     for (const Plan* p : plans) {

@@ -6,7 +6,7 @@
 namespace orchid {
 
 MemoryPlan::MemoryPlan(const Graph& graph, const Plan& plan)
-    : graph_(graph), arena_(plan.arena_bytes) {
+    : graph_(graph), arena_bytes_(plan.arena_bytes) {
   for (const auto& s : plan.arena) arena_offset_[s.tensor] = s.offset;
   for (std::size_t i = 0; i < graph.inputs.size(); ++i) input_index_[graph.inputs[i]] = i;
   input_ptrs_.assign(graph.inputs.size(), nullptr);
@@ -44,9 +44,36 @@ Location MemoryPlan::scratch_for(const std::string& t) {
   return l;
 }
 
-void MemoryPlan::allocate_pools() {
-  scratch_.allocate();
-  layout_.allocate();
+void MemoryPlan::allocate_pools(SharedExecutorMemory* shared) {
+  if (arena_base_) internal_error("memory plan: allocated twice");
+  const std::int64_t bytes = AlignedBuffer::round_up(arena_bytes_) +
+                             AlignedBuffer::round_up(scratch_.peak()) +
+                             AlignedBuffer::round_up(layout_.peak()) + loop_.peak();
+  shared_ = shared;
+  if (shared) {
+    place(shared->reserve(bytes));
+    shared_generation_ = shared->generation();
+  } else {
+    own_ = AlignedBuffer(bytes);
+    place(own_.data());
+  }
+}
+
+bool MemoryPlan::follow_shared_memory() {
+  if (!shared_memory_moved()) return false;
+  place(shared_->data());
+  shared_generation_ = shared_->generation();
+  return true;
+}
+
+// Arena, then the scratch, layout and loop pools, each at a 64-byte boundary.
+void MemoryPlan::place(std::byte* base) {
+  arena_base_ = base;
+  base += AlignedBuffer::round_up(arena_bytes_);
+  scratch_.place(base);
+  base += AlignedBuffer::round_up(scratch_.peak());
+  layout_.place(base);
+  loop_.place(base + AlignedBuffer::round_up(layout_.peak()));
   scratch_base_ = scratch_.at(0);
 }
 
@@ -73,7 +100,7 @@ const std::byte* MemoryPlan::address(const Location& l) const {
     case Location::Kind::Arena:
       break;
   }
-  return arena_.data() + l.offset;
+  return arena_base_ + l.offset;
 }
 
 std::byte* MemoryPlan::mutable_address(const Location& l) const {
@@ -81,7 +108,7 @@ std::byte* MemoryPlan::mutable_address(const Location& l) const {
   if (l.kind != Location::Kind::Arena) {
     internal_error("plan executor: writing a tensor that is not an activation");
   }
-  return const_cast<std::byte*>(arena_.data()) + l.offset;
+  return arena_base_ + l.offset;
 }
 
 }  // namespace orchid

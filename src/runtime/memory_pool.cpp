@@ -22,6 +22,13 @@ std::int64_t ReusedPool::take(std::int64_t bytes) {
 void ReusedPool::allocate() {
   if (allocated_) internal_error("memory pool: allocated twice");
   buffer_ = AlignedBuffer(peak_);
+  base_ = buffer_.data();
+  allocated_ = true;
+}
+
+void ReusedPool::place(std::byte* base) {
+  if (allocated_ && buffer_.data()) internal_error("memory pool: allocated, then placed");
+  base_ = base;
   allocated_ = true;
 }
 
@@ -29,7 +36,7 @@ std::byte* ReusedPool::at(std::int64_t offset) {
   if (!allocated_) internal_error("memory pool: address taken before allocation");
   if (offset < 0 || offset > peak_)
     internal_error("memory pool: offset {} outside {} bytes", offset, peak_);
-  return buffer_.data() + offset;
+  return base_ + offset;
 }
 
 }  // namespace orchid

@@ -21,12 +21,15 @@ class ReusedPool {
 
   // Allocates peak() bytes; afterwards take() is an internal error.
   void allocate();
+  // Like allocate(), in peak() bytes at `base` that the caller owns; again to move there.
+  void place(std::byte* base);
   bool allocated() const { return allocated_; }
-  // Address of `offset` (allocate() first).
+  // Address of `offset` (allocate() or place() first).
   std::byte* at(std::int64_t offset);
 
  private:
   AlignedBuffer buffer_;
+  std::byte* base_ = nullptr;
   std::int64_t used_ = 0, peak_ = 0;
   bool allocated_ = false;
 };

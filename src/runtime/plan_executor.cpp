@@ -63,6 +63,7 @@ struct PlanExecutor::Impl {
   const Plan& plan;
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
+  std::shared_ptr<SharedExecutorMemory> shared_memory;  // null: the memory plan's own
   MemoryPlan memory;
   std::vector<std::pair<std::string, Location>> output_locations;
   std::vector<std::vector<Stage>> kernels;
@@ -108,17 +109,49 @@ struct PlanExecutor::Impl {
     relayout_loops(kernels, g, kept, stats);
     return_freed_heap();
     relayout_memory_bound_ops(kernels, g, engine, kept);
+    // The loops are final: their row buffers share one pool block.
+    stats.loop_scratch_bytes = 0;
+    for (auto& stages : kernels) {
+      for (auto& st : stages) {
+        if (auto* l = std::get_if<LoopStage>(&st)) {
+          memory.loop_pool().begin_user();
+          memory.loop_pool().take(l->loop->buffer_bytes());
+        }
+      }
+    }
     // Offsets are fixed: allocate the pools and point every stage at its memory.
-    memory.allocate_pools();
+    shared_memory = options.memory;
+    memory.allocate_pools(shared_memory.get());
     stats.scratch_bytes = memory.scratch_bytes();
     stats.layout_bytes = memory.layout_bytes();
+    bind_stages();
+    for (auto& stages : kernels) {
+      for (auto& st : stages) {
+        if (auto* l = std::get_if<LoopStage>(&st))
+          stats.loop_scratch_bytes += l->loop->scratch_bytes();
+      }
+    }
+    stats.loop_buffer_bytes = memory.loop_buffer_bytes();
+    stats.loop_scratch_bytes += stats.loop_buffer_bytes;
+    return_freed_heap();
+  }
+
+  // Points the stages that hold addresses at the arena and pools.
+  void bind_stages() {
     for (auto& stages : kernels) {
       for (auto& st : stages) {
         if (auto* r = std::get_if<ReferenceStage>(&st)) bind_views(*r, memory);
         if (auto* l = std::get_if<LinearStage>(&st)) bind_layout_buffers(*l, memory);
+        if (auto* l = std::get_if<LoopStage>(&st)) l->loop->use_buffers(memory.loop_pool().at(0));
       }
     }
-    return_freed_heap();
+  }
+
+  // Before a run: inputs bound, and the stages moved along with shared memory another
+  // executor replaced since the last run.
+  void prepare_run(const TensorMap& inputs) {
+    memory.bind_inputs(inputs);
+    if (memory.follow_shared_memory()) bind_stages();
   }
 
   void count_released(const std::string& weight) {
@@ -168,14 +201,14 @@ struct PlanExecutor::Impl {
   }
 
   void execute(const TensorMap& inputs) {
-    memory.bind_inputs(inputs);
+    prepare_run(inputs);
     for (auto& stages : kernels) {
       for (Stage& st : stages) run_stage(st);
     }
   }
 
   std::vector<double> execute_timed(const TensorMap& inputs) {
-    memory.bind_inputs(inputs);
+    prepare_run(inputs);
     std::vector<double> us;
     us.reserve(kernels.size());
     stage_us.resize(kernels.size());
@@ -245,6 +278,9 @@ struct PlanExecutor::Impl {
   }
 
   TensorMap outputs() const {
+    if (memory.shared_memory_moved()) {
+      internal_error("plan executor: outputs asked for after another executor took its memory");
+    }
     TensorMap out;
     for (const auto& [name, loc] : output_locations) {
       const TensorInfo& info = graph.tensor(name);

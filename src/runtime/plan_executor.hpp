@@ -28,6 +28,7 @@
 #include "ir/graph.hpp"
 #include "orchestrate/plan.hpp"
 #include "runtime/packed_weights.hpp"
+#include "runtime/shared_memory.hpp"
 
 namespace orchid {
 
@@ -43,6 +44,7 @@ struct PlanExecutorStats {
   std::int64_t arena_bytes = 0;
   std::int64_t scratch_bytes = 0;       // intermediates between a kernel's stages (one pool)
   std::int64_t loop_scratch_bytes = 0;  // fused loops' row buffers and index tables
+  std::int64_t loop_buffer_bytes = 0;   // of which the row buffers (one pool)
   std::int64_t weight_bytes = 0;
   std::size_t blocked_convolutions = 0;    // run in the layout oneDNN prefers (e.g. NHWC)
   std::size_t nhwc_handoffs = 0;           // convolution sources kept NHWC, no reorder
@@ -69,6 +71,11 @@ struct PlanExecutorOptions {
   // Shared with other executors of the same graph built meanwhile (plan selection's
   // candidates), so each weight is packed once; null: the executor packs its own.
   PackedWeights* packing = nullptr;
+  // Shared with other executors that run one after another, never at once (plan
+  // selection's candidates): their arenas and pools in one block of the largest one's
+  // size. An executor's outputs() are then its last run's only until another one runs.
+  // Null: the executor allocates its own.
+  std::shared_ptr<SharedExecutorMemory> memory;
   // Called with each weight the executor reads only packed, as soon as it is packed: the
   // owner of the graph may drop the original (Graph::release_constant). Unset: the names
   // are kept for release_packed_weights().

@@ -16,6 +16,7 @@
 #include "eval/reference/reference_kernels.hpp"
 #include "ir/op_traits.hpp"
 #include "ir/ops/reduction_util.hpp"
+#include "runtime/aligned_buffer.hpp"
 #include "util/error.hpp"
 #include "util/refusable.hpp"
 
@@ -125,8 +126,7 @@ inline float apply_binary(Binary op, float x, float y) {
 // Where a loaded or stored element lives relative to its tensor's start, for element
 // (r, c) of the loop: row_off[r] + col_off[c] when the map is separable, else table[r*C+c].
 struct OffsetMap {
-  std::vector<std::int64_t> row_off, col_off;
-  Indices table;
+  Indices row_off, col_off, table;
   bool contiguous_cols = false;  // col_off[c] == c: a row is one contiguous run
   bool constant_cols = false;    // col_off[c] == 0: one value per row
   // Separable, with col_off not increasing: the columns in increasing col_off. A row then
@@ -146,11 +146,11 @@ struct OffsetMap {
     m.row_off.resize(static_cast<std::size_t>(rows));
     m.col_off.resize(static_cast<std::size_t>(cols));
     for (std::int64_t r = 0; r < rows; ++r) m.row_off[r] = flat[r * cols];
-    for (std::int64_t c = 0; c < cols; ++c) m.col_off[c] = std::int64_t{flat[c]} - flat[0];
+    for (std::int64_t c = 0; c < cols; ++c) m.col_off[c] = flat[c] - flat[0];
     bool separable = true;
     for (std::int64_t r = 0; r < rows && separable; ++r) {
       for (std::int64_t c = 0; c < cols; ++c) {
-        if (flat[r * cols + c] != m.row_off[r] + m.col_off[c]) {
+        if (flat[r * cols + c] != std::int64_t{m.row_off[r]} + m.col_off[c]) {
           separable = false;
           break;
         }
@@ -184,11 +184,11 @@ struct OffsetMap {
     return m;
   }
   std::int64_t at(std::int64_t r, std::int64_t c, std::int64_t cols) const {
-    return table.empty() ? row_off[r] + col_off[c] : table[r * cols + c];
+    return table.empty() ? std::int64_t{row_off[r]} + col_off[c] : table[r * cols + c];
   }
   std::int64_t bytes() const {
-    return static_cast<std::int64_t>((row_off.size() + col_off.size()) * sizeof(std::int64_t) +
-                                     table.size() * sizeof(Index));
+    return static_cast<std::int64_t>((row_off.size() + col_off.size() + table.size()) *
+                                     sizeof(Index));
   }
 };
 
@@ -267,8 +267,12 @@ struct FusedLoop::Impl {
   std::int64_t rows = 0, cols = 0;
   int full_buffers = 0, row_slots = 0;
   int threads = 1;
-  std::vector<float> buffers;     // threads x full_buffers x cols
-  std::vector<float> row_values;  // threads x row_slots
+  std::vector<float> buffers;     // threads x full_buffers x cols, unless use_buffers()
+  std::vector<float> row_values;  // threads x row_slots, likewise
+  float* buffer_base = nullptr;   // where they are
+  float* row_value_base = nullptr;
+  std::int64_t buffer_floats() const { return std::int64_t{threads} * full_buffers * cols; }
+  std::int64_t row_value_floats() const { return std::int64_t{threads} * row_slots; }
 
   void run_rows(std::int64_t begin, std::int64_t end, int thread,
                 std::span<const std::byte* const> in, std::span<std::byte* const> out);
@@ -343,8 +347,10 @@ class Compiler {
     impl_->full_buffers = full_;
     impl_->row_slots = row_slots_;
     impl_->threads = std::max(1, omp_get_max_threads());
-    impl_->buffers.assign(static_cast<std::size_t>(impl_->threads * full_ * cols_), 0.0f);
-    impl_->row_values.assign(static_cast<std::size_t>(impl_->threads * row_slots_), 0.0f);
+    impl_->buffers.assign(static_cast<std::size_t>(impl_->buffer_floats()), 0.0f);
+    impl_->row_values.assign(static_cast<std::size_t>(impl_->row_value_floats()), 0.0f);
+    impl_->buffer_base = impl_->buffers.data();
+    impl_->row_value_base = impl_->row_values.data();
     return std::move(impl_);
   }
 
@@ -880,8 +886,8 @@ void FusedLoop::Impl::run_rows(std::int64_t begin, std::int64_t end, int thread,
                                std::span<const std::byte* const> in,
                                std::span<std::byte* const> out) {
   const std::int64_t C = cols;
-  float* own = buffers.data() + static_cast<std::size_t>(thread) * full_buffers * C;
-  float* rowv = row_values.data() + static_cast<std::size_t>(thread) * row_slots;
+  float* own = buffer_base + static_cast<std::size_t>(thread) * full_buffers * C;
+  float* rowv = row_value_base + static_cast<std::size_t>(thread) * row_slots;
   // Per full operand: where its row currently is (its own buffer, or the source row).
   const float* full_ptr[64];
   for (std::int64_t r = begin; r < end; ++r) {
@@ -902,7 +908,7 @@ void FusedLoop::Impl::run_rows(std::int64_t begin, std::int64_t end, int thread,
             full_ptr[ins.out.id] = src + m.row_off[r];
           } else if (m.table.empty()) {
             const float* base = src + m.row_off[r];
-            const std::int64_t* co = m.col_off.data();
+            const Index* co = m.col_off.data();
             if (m.period >= 16) {  // shorter periods (a constant column) copy too little
               for (std::int64_t c = 0; c < m.period; ++c) dst[c] = base[co[c]];
               for (std::int64_t c = m.period; c < C; c += m.period) {
@@ -1048,7 +1054,7 @@ void FusedLoop::Impl::run_rows(std::int64_t begin, std::int64_t end, int thread,
           } else {
             if (!m.by_address.empty()) {
               float* base = dst + m.row_off[r];
-              const std::int64_t* co = m.col_off.data();
+              const Index* co = m.col_off.data();
               for (const std::int32_t c : m.by_address) base[co[c]] = x[c];
             } else {
               for (std::int64_t c = 0; c < C; ++c) dst[m.at(r, c, C)] = x[c];
@@ -1129,6 +1135,20 @@ std::int64_t FusedLoop::scratch_bytes() const {
       static_cast<std::int64_t>((impl_->buffers.size() + impl_->row_values.size()) * 4);
   for (const auto& m : impl_->maps) bytes += m.bytes();
   return bytes;
+}
+
+std::int64_t FusedLoop::buffer_bytes() const {
+  return AlignedBuffer::round_up(impl_->buffer_floats() * 4) +
+         AlignedBuffer::round_up(impl_->row_value_floats() * 4);
+}
+
+void FusedLoop::use_buffers(std::byte* base) {
+  Impl& impl = *impl_;
+  impl.buffer_base = reinterpret_cast<float*>(base);
+  impl.row_value_base =
+      reinterpret_cast<float*>(base + AlignedBuffer::round_up(impl.buffer_floats() * 4));
+  std::vector<float>().swap(impl.buffers);
+  std::vector<float>().swap(impl.row_values);
 }
 
 void FusedLoop::run(std::span<const std::byte* const> reads, std::span<std::byte* const> writes) {

@@ -61,6 +61,13 @@ class FusedLoop {
   std::int64_t cols() const;
   // Bytes of per-thread row buffers and index tables held by the loop.
   std::int64_t scratch_bytes() const;
+  // Bytes of the per-thread row buffers alone (64-byte aligned blocks).
+  std::int64_t buffer_bytes() const;
+  // The row buffers at `base` from now on (buffer_bytes() there, 64-byte aligned, owned by
+  // the caller, used by no one else while run() runs) instead of the loop's own: an
+  // executor's loops run one after another and share one block (Candy's 63 loops held
+  // 5 MB of them apart).
+  void use_buffers(std::byte* base);
 
   struct Impl;  // public so the compiler in the .cpp can build one
 

@@ -75,6 +75,50 @@ TEST(PlanSelection, TimesRankedPlansAndGreedyAndKeepsTheFastest) {
   }
 }
 
+// Candidates timed in turns share one block for their arenas and pools. A later, larger
+// executor replaces the block: an earlier one follows it on its next run (same outputs as
+// the reference), and refuses to hand out the outputs the replaced block held.
+TEST(PlanSelection, CandidatesShareOneBlockOfMemoryAndFollowItWhenItGrows) {
+  const auto model = make_analytic_cost_model(load_device_spec("cpu", test::source_configs()));
+  const LoadedModel small = load_model(std::string(ORCHID_MODELS_DIR) + "/tiny_mlp.onnx");
+  const LoadedModel large = load_model(std::string(ORCHID_MODELS_DIR) + "/tiny_attention.onnx");
+  OrchestrateOptions options;
+  options.k_best = 2;
+  const Orchestration os = orchestrate(small.graph, *model, options);
+  const Orchestration ol = orchestrate(large.graph, *model, options);
+  const TensorMap small_feed = make_random_inputs(small.graph, 1);
+  const TensorMap large_feed = make_random_inputs(large.graph, 2);
+  const TensorMap small_want = ReferenceInterpreter(small.graph).run(small_feed);
+  const TensorMap large_want = ReferenceInterpreter(large.graph).run(large_feed);
+  auto expect_matches = [](const TensorMap& got, const TensorMap& want, const char* what) {
+    for (const auto& [name, value] : want) {
+      EXPECT_TRUE(testing::tensors_close(got.at(name), value, 1e-4, 1e-4)) << what << " " << name;
+    }
+  };
+
+  PlanExecutorOptions shared;
+  shared.memory = std::make_shared<SharedExecutorMemory>();
+  PlanExecutor a(os.fission.graph, os.optimal, os.fission.alternatives, shared);
+  const std::uint64_t first = shared.memory->generation();
+  expect_matches(a.run(small_feed), small_want, "small, alone");
+  PlanExecutor b(ol.fission.graph, ol.optimal, ol.fission.alternatives, shared);
+  PlanExecutor c(ol.fission.graph, *plan_candidates(ol).back(), ol.fission.alternatives, shared);
+  ASSERT_GT(b.stats().arena_bytes, a.stats().arena_bytes);
+  EXPECT_NE(shared.memory->generation(), first);  // grown for b
+  EXPECT_THROW(a.outputs(), InternalError);
+  // One block of the largest one's arena and pools, not the sum.
+  const auto held = [](const PlanExecutorStats& s) {
+    return AlignedBuffer::round_up(s.arena_bytes) + AlignedBuffer::round_up(s.scratch_bytes) +
+           AlignedBuffer::round_up(s.layout_bytes) + s.loop_buffer_bytes;
+  };
+  EXPECT_EQ(shared.memory->size(), std::max({held(a.stats()), held(b.stats()), held(c.stats())}));
+  for (int round = 0; round < 2; ++round) {
+    expect_matches(b.run(large_feed), large_want, "large optimal, shared");
+    expect_matches(a.run(small_feed), small_want, "small, after the block grew");
+    expect_matches(c.run(large_feed), large_want, "large greedy, shared");
+  }
+}
+
 TEST(CpuEnvironment, ThreadsAreRangeCheckedAndIsaHasAClass) {
   const int before = cpu_threads();
   EXPECT_THROW(set_cpu_threads(0), Error);

@@ -31,10 +31,11 @@ int cpu_threads();
 // once costs much on a quiet machine instead: every parallel region then wakes its
 // threads through the kernel (MobileNetV2 quiet: 7.9 ms sleeping, 4.2 ms spinning).
 // orchid therefore looks before it starts: when other processes leave the cores it may
-// use idle (fewer than a quarter of a process runnable on average over 20 ms, in any of
+// use idle (less than a quarter of a core of CPU time on average over 50 ms, in any of
 // three consecutive looks, so a process starting beside it does not count), threads spin briefly
-// (1,000 spins: a few microseconds, which bridges the gaps between primitives, yet cannot hold a
-// core for long should load arrive later); otherwise they sleep at once (passive). libgomp reads
+// (100,000 spins: a fraction of a millisecond, which bridges the gaps between primitives; with
+// 1,000 this VM woke sleeping threads slowly until its idle polling adapted, MobileNetV2's first
+// runs 7.3 ms instead of 2.9); otherwise they sleep at once (passive). libgomp reads
 // its settings once, when it is loaded, so they cannot be changed from main(); this returns the
 // environment orchid wants (empty when the user chose a wait policy: OMP_WAIT_POLICY,
 // GOMP_SPINCOUNT or KMP_BLOCKTIME set, or ORCHID_OMP_POLICY_SET from an earlier look), for the CLI

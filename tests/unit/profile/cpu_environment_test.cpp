@@ -61,7 +61,7 @@ TEST(CpuEnvironment, ChoosesAPolicyAndSaysWhy) {
   ASSERT_FALSE(env.empty());
   bool spin = false, passive = false, reason = false;
   for (const auto& [name, value] : env) {
-    spin = spin || (name == "GOMP_SPINCOUNT" && value == "1000");
+    spin = spin || (name == "GOMP_SPINCOUNT" && value != "0");
     passive = passive || (name == "OMP_WAIT_POLICY" && value == "PASSIVE");
     reason = reason || (name == "ORCHID_OMP_POLICY_SET" &&
                         value.find("busy with other processes at start") != std::string::npos);

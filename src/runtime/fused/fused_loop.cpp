@@ -303,15 +303,20 @@ class Compiler {
   // `storage_order`: walk the elements in the storage order of a non-plain tensor the run
   // writes or reads (when it has no reductions), in rows of at least `storage_min_cols`
   // elements; else in logical row-major order.
+  // `element_tables` false: refuse (refused_for_a_table()) as soon as an access needs a
+  // table of one offset per element, before more of them are built.
   Compiler(const Graph& g, const std::vector<std::size_t>& nodes,
            const std::set<std::string>& needed, const StoredLayouts& layouts, bool storage_order,
-           std::int64_t storage_min_cols = 0)
+           std::int64_t storage_min_cols = 0, bool element_tables = true)
       : g_(g),
         nodes_(nodes),
         needed_(needed),
         layouts_(layouts),
         storage_order_(storage_order),
-        storage_min_cols_(storage_min_cols) {}
+        storage_min_cols_(storage_min_cols),
+        element_tables_(element_tables) {}
+
+  bool refused_for_a_table() const { return refused_for_a_table_; }
 
   Refusable<std::unique_ptr<FusedLoop::Impl>> compile() {
     for (std::size_t idx : nodes_) {
@@ -516,6 +521,17 @@ class Compiler {
     return out;
   }
 
+  // Per domain element, the element of `index` (of shape `from`, null: the identity) that
+  // its logical element takes under broadcasting to `to`. Without broadcasting, gathered
+  // through the domain directly: no logical-order table of the domain's size first.
+  Indices domain_indices(const Index* index, const Shape& from, const Shape& to) const {
+    if (domain_.empty() || from != to) return in_domain(broadcast_flat(index, from, to));
+    if (!index) return domain_;
+    Indices out(domain_.size());
+    for (std::size_t d = 0; d < domain_.size(); ++d) out[d] = index[domain_[d]];
+    return out;
+  }
+
   // Logical element offsets into `t` turned into memory offsets, per its stored layout.
   Indices stored(const std::string& t, Indices offsets) const {
     auto it = layouts_.find(t);
@@ -557,7 +573,11 @@ class Compiler {
     return static_cast<int>(impl_->reads.size()) - 1;
   }
 
-  int add_map(OffsetMap m) {
+  Refusable<int> add_map(OffsetMap m) {
+    if (!m.table.empty() && !element_tables_) {
+      refused_for_a_table_ = true;
+      return refusal("an access needs one offset per element");
+    }
     impl_->maps.push_back(std::move(m));
     return static_cast<int>(impl_->maps.size()) - 1;
   }
@@ -604,20 +624,25 @@ class Compiler {
     const std::string key =
         fmt::format("{}|{}|{}", t, shape_to_string(to), root.dtype == DType::Bool);
     if (auto it = loaded_.find(key); it != loaded_.end()) return it->second;
-    Indices flat = broadcast_flat(v.index_data(), v.shape, to);
     Instr ins;
     ins.read = read_slot(v.root);
     ins.bool_src = root.dtype == DType::Bool;
     if (to_full) {
       ins.kind = Instr::Kind::Load;
-      ins.map = add_map(OffsetMap::build(stored(v.root, in_domain(std::move(flat))), rows_, cols_));
+      ORCHID_TRY_LET(
+          map, add_map(OffsetMap::build(stored(v.root, domain_indices(v.index_data(), v.shape, to)),
+                                        rows_, cols_)));
+      ins.map = map;
       // In storage order every value is full: a row there is no row of the logical shape.
       const bool per_row = impl_->maps[ins.map].constant_cols && domain_.empty();
       ins.out = per_row && !ins.bool_src ? new_row() : new_full();
       if (ins.out.kind == Operand::Kind::Row) ins.kind = Instr::Kind::LoadRow;
     } else {
       ins.kind = Instr::Kind::LoadRow;
-      ins.map = add_map(OffsetMap::build(stored(v.root, std::move(flat)), rows_, 1));
+      ORCHID_TRY_LET(
+          map, add_map(OffsetMap::build(stored(v.root, broadcast_flat(v.index_data(), v.shape, to)),
+                                        rows_, 1)));
+      ins.map = map;
       ins.out = new_row();
     }
     impl_->program.push_back(ins);
@@ -828,16 +853,22 @@ class Compiler {
       if (ins.x.kind == Operand::Kind::Imm) return refusal("'{}' is a constant", t);
       const bool full = numel == full_size_;
       ins.kind = full ? Instr::Kind::Store : Instr::Kind::StoreRow;
-      ins.map = add_map(OffsetMap::build(stored(t, full ? in_domain(iota(numel)) : iota(numel)),
-                                         rows_, full ? cols_ : 1));
+      ORCHID_TRY_LET(
+          map, add_map(OffsetMap::build(
+                   stored(t, full ? domain_indices(nullptr, v.shape, v.shape) : iota(numel)), rows_,
+                   full ? cols_ : 1)));
+      ins.map = map;
     } else if (v.kind == Value::Kind::Computed) {
       ins.x = v.operand;
       if (v.operand.kind == Operand::Kind::Imm) return refusal("'{}' is a constant", t);
       const bool full = numel == full_size_;  // a row value may be spread over full shape
       if (!full && !domain_.empty()) return refusal("'{}': a row value in storage order", t);
       ins.kind = full ? Instr::Kind::Store : Instr::Kind::StoreRow;
-      ins.map = add_map(OffsetMap::build(stored(t, full ? in_domain(iota(numel)) : iota(numel)),
-                                         rows_, full ? cols_ : 1));
+      ORCHID_TRY_LET(
+          map, add_map(OffsetMap::build(
+                   stored(t, full ? domain_indices(nullptr, v.shape, v.shape) : iota(numel)), rows_,
+                   full ? cols_ : 1)));
+      ins.map = map;
     } else {
       // Scattered: invert "output element j takes computed element index[j]".
       if (numel != full_size_) return refusal("'{}' is a partial copy of a computed value", t);
@@ -850,7 +881,9 @@ class Compiler {
       }
       ins.x = scatter_source_.at(t);
       ins.kind = Instr::Kind::Store;
-      ins.map = add_map(OffsetMap::build(stored(t, in_domain(std::move(where))), rows_, cols_));
+      ORCHID_TRY_LET(
+          map, add_map(OffsetMap::build(stored(t, in_domain(std::move(where))), rows_, cols_)));
+      ins.map = map;
     }
     if (g_.tensor(t).dtype != DType::F32) return refusal("'{}' is not f32", t);
     impl_->program.push_back(ins);
@@ -863,6 +896,8 @@ class Compiler {
   const StoredLayouts& layouts_;
   const bool storage_order_;
   const std::int64_t storage_min_cols_;
+  const bool element_tables_;
+  bool refused_for_a_table_ = false;
   Indices domain_;  // domain element -> logical element; empty: identity
   std::set<std::string> produced_;
   // Per tensor, the uses (node inputs and hand-outs) not compiled yet.
@@ -1090,25 +1125,30 @@ Refusable<std::unique_ptr<FusedLoop>> FusedLoop::compile(const Graph& graph,
     for (const auto& m : i.maps) b += m.table.size() * sizeof(Index);
     return b;
   };
-  auto try_cols = [&](std::int64_t min_cols) {
-    return Compiler(graph, nodes, needed, layouts, !layouts.empty(), min_cols).compile();
-  };
   const std::int64_t tries[] = {1024, 64, 2};
-  auto impl = try_cols(tries[0]);
-  if (impl && !layouts.empty() && table_bytes(**impl) > 0) {
-    std::size_t best_bytes = table_bytes(**impl);
-    std::size_t best = 0, held = 0;
-    for (std::size_t t = 1; t < std::size(tries) && best_bytes > 0; ++t) {
-      if (impl) (*impl).reset();  // its tables freed before the next ones are built
-      impl = try_cols(tries[t]);
-      held = t;
-      if (impl && table_bytes(**impl) < best_bytes) {
-        best_bytes = table_bytes(**impl);
+  auto in_storage_order = [&]() -> Refusable<std::unique_ptr<FusedLoop::Impl>> {
+    // Each width first without element tables: the first that needs none is kept, and the
+    // widths that need one stop at the first (Candy's Resize -> Pad loop built two 13 MB
+    // tables at 1024 before rows of 64 channels needed none).
+    for (const std::int64_t min_cols : tries) {
+      Compiler probe(graph, nodes, needed, layouts, true, min_cols, false);
+      auto compiled = probe.compile();
+      if (compiled || !probe.refused_for_a_table()) return compiled;
+    }
+    // Every width needs tables: the one needing the fewest bytes, each try's freed before
+    // the next compiles (the winner compiled again).
+    std::size_t best = 0, best_bytes = std::numeric_limits<std::size_t>::max();
+    for (std::size_t t = 0; t < std::size(tries); ++t) {
+      auto compiled = Compiler(graph, nodes, needed, layouts, true, tries[t]).compile();
+      if (compiled && table_bytes(**compiled) < best_bytes) {
+        best_bytes = table_bytes(**compiled);
         best = t;
       }
     }
-    if (held != best) impl = try_cols(tries[best]);
-  }
+    return Compiler(graph, nodes, needed, layouts, true, tries[best]).compile();
+  };
+  auto impl = layouts.empty() ? Compiler(graph, nodes, needed, layouts, false).compile()
+                              : in_storage_order();
   if (!impl && !layouts.empty()) impl = Compiler(graph, nodes, needed, layouts, false).compile();
   if (!impl) return impl.refusal();
   return std::unique_ptr<FusedLoop>(new FusedLoop(std::move(*impl)));

@@ -17,12 +17,11 @@ import os
 import tempfile
 from typing import Any, Dict, Iterable, List, Mapping as MappingType, Optional, Sequence, Union
 
-# OpenMP threads (oneDNN's and the executor's) spin only briefly before they sleep, as
-# the `orchid` command does on idle cores: libgomp's default spin of about a millisecond
-# holds cores that other processes need. libgomp reads this once, when it is loaded,
-# so it must be set before the extension loads; a policy the user chose is kept.
-if not any(v in os.environ for v in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")):
-    os.environ["GOMP_SPINCOUNT"] = "1000"
+# How OpenMP threads wait, chosen as the `orchid` command chooses it (_wait_policy.py):
+# libgomp reads it once, when it is loaded, so before the extension loads.
+from ._wait_policy import wanted_environment as _wanted_wait_environment
+
+os.environ.update(_wanted_wait_environment())
 
 from . import _orchid  # noqa: E402
 from ._toml import dumps as _toml_dumps  # noqa: E402

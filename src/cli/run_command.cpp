@@ -240,7 +240,8 @@ nlohmann::json stats_json(const PlanExecutorStats& s) {
             {"fused_loop_primitives", s.fused_loop_primitives},
             {"reference_primitives", s.reference_primitives},
             {"blocked_convolutions", s.blocked_convolutions},
-            {"nhwc_handoffs", s.nhwc_handoffs}}},
+            {"nhwc_handoffs", s.nhwc_handoffs},
+            {"summed_residuals", s.summed_residuals}}},
           {"memory_bytes",
            {{"peak", s.peak_bytes()},
             {"arena", s.arena_bytes},
@@ -582,10 +583,11 @@ void run(const RunOptions& options) {
     text += fmt::format(
         "kernels  {}: {} oneDNN primitives (+{} epilogue primitives as post-ops), {} fused "
         "loops over {} primitives, {} primitives on reference kernels; {} convolutions in "
-        "oneDNN's preferred layout ({} fed NHWC without a reorder)\n",
+        "oneDNN's preferred layout ({} fed NHWC without a reorder, {} adding their residual in "
+        "place)\n",
         stats->kernels, stats->dnnl_primitives, stats->epilogue_primitives, stats->fused_loops,
         stats->fused_loop_primitives, stats->reference_primitives, stats->blocked_convolutions,
-        stats->nhwc_handoffs);
+        stats->nhwc_handoffs, stats->summed_residuals);
     text += fmt::format(
         "memory   peak {:.1f} MiB = arena {:.1f} + scratch {:.1f} + loop buffers {:.1f} + weights "
         "{:.1f} + packed weights {:.1f} + blocked layouts {:.1f} MiB ({:.1f} MiB of weights read "

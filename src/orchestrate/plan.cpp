@@ -11,8 +11,6 @@ namespace orchid {
 
 namespace {
 
-// First-fit placement by decreasing size: a slot may share bytes with another only when
-// their lifetimes do not overlap.
 std::int64_t assign_offsets(std::vector<ArenaSlot>& slots) {
   std::vector<std::size_t> order(slots.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -45,6 +43,34 @@ std::int64_t assign_offsets(std::vector<ArenaSlot>& slots) {
 constexpr std::int64_t kAlignment = 64;
 
 }  // namespace
+
+std::int64_t assign_arena_offsets(std::vector<ArenaSlot>& slots,
+                                  const std::vector<std::vector<std::size_t>>& same_block) {
+  if (same_block.empty()) return assign_offsets(slots);
+  // Every slot in exactly one block: its group, or itself alone.
+  std::vector<std::size_t> block_of(slots.size(), slots.size());
+  std::vector<ArenaSlot> blocks;
+  for (const auto& group : same_block) {
+    if (group.empty()) continue;
+    ArenaSlot b = slots.at(group.front());
+    for (std::size_t i : group) {
+      if (block_of.at(i) != slots.size()) internal_error("arena: slot {} in two groups", i);
+      block_of[i] = blocks.size();
+      b.bytes = std::max(b.bytes, slots[i].bytes);
+      b.first_kernel = std::min(b.first_kernel, slots[i].first_kernel);
+      b.last_kernel = std::max(b.last_kernel, slots[i].last_kernel);
+    }
+    blocks.push_back(b);
+  }
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    if (block_of[i] != slots.size()) continue;
+    block_of[i] = blocks.size();
+    blocks.push_back(slots[i]);
+  }
+  const std::int64_t peak = assign_offsets(blocks);
+  for (std::size_t i = 0; i < slots.size(); ++i) slots[i].offset = blocks[block_of[i]].offset;
+  return peak;
+}
 
 std::optional<Plan> build_plan(const PrimitiveGraphIndex& index,
                                const std::map<std::string, std::string>& alternatives,

@@ -44,6 +44,14 @@ struct KernelChoice {
   double cost_us = 0;
 };
 
+// First-fit placement of `slots` by decreasing size: a slot shares bytes with another only
+// when their lifetimes do not overlap. Each group in `same_block` (indices into `slots`)
+// gets one offset, placed as one slot living from its first writer to its last reader (a
+// result written over an operand its kernel reads last: runtime/in_place_residuals.hpp).
+// Returns the arena's peak.
+std::int64_t assign_arena_offsets(std::vector<ArenaSlot>& slots,
+                                  const std::vector<std::vector<std::size_t>>& same_block = {});
+
 // Orders the kernels (each input bound to a chosen provider), assigns arena offsets.
 // If the kernels cannot be ordered (two multi-output kernels waiting on each other),
 // returns nullopt and stores the indices (into `choices`) of a dependency cycle.

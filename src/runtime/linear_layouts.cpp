@@ -224,11 +224,16 @@ void build_linear_ops(std::vector<std::vector<Stage>>& kernels, const Graph& gra
       layout.preferred = l->preferred;
       layout.src_stored_preferred = kept.count(l->src) > 0;
       layout.dst_stored_preferred = kept.count(l->dst) > 0;
+      std::size_t operand = 0;  // binary post-ops' operands are l->extra, in order
       for (const auto& po : l->post_ops) {
         const bool binary = po.kind == PostOp::Kind::Binary;
         layout.operand_stored_preferred.push_back(binary && kept.count(po.operand) > 0);
         layout.operand_used_preferred.push_back(
             binary && l->preferred && graph.tensor(po.operand).shape == graph.tensor(l->dst).shape);
+        const Location* at = binary ? &l->extra.at(operand++) : nullptr;
+        layout.operand_in_place.push_back(at && at->kind == Location::Kind::Arena &&
+                                          l->y.kind == Location::Kind::Arena &&
+                                          at->offset == l->y.offset);
       }
       l->op = make_linear(engine, stream, graph, *l->node, l->post_ops, layout, packing);
       if (auto it = uses.find(l->wei); it != uses.end() && it->second > 0) {
@@ -250,6 +255,7 @@ void build_linear_ops(std::vector<std::vector<Stage>>& kernels, const Graph& gra
         ++stats.blocked_convolutions;
       }
       stats.nhwc_handoffs += layout.src_stored_preferred;
+      stats.summed_residuals += l->op.sum_at.has_value();
     }
   }
 }

@@ -6,8 +6,12 @@
 namespace orchid {
 
 MemoryPlan::MemoryPlan(const Graph& graph, const Plan& plan)
-    : graph_(graph), arena_bytes_(plan.arena_bytes) {
-  for (const auto& s : plan.arena) arena_offset_[s.tensor] = s.offset;
+    : MemoryPlan(graph, plan.arena, plan.arena_bytes) {}
+
+MemoryPlan::MemoryPlan(const Graph& graph, const std::vector<ArenaSlot>& arena,
+                       std::int64_t arena_bytes)
+    : graph_(graph), arena_bytes_(arena_bytes) {
+  for (const auto& s : arena) arena_offset_[s.tensor] = s.offset;
   for (std::size_t i = 0; i < graph.inputs.size(); ++i) input_index_[graph.inputs[i]] = i;
   input_ptrs_.assign(graph.inputs.size(), nullptr);
 }

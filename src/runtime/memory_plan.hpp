@@ -34,6 +34,8 @@ class MemoryPlan {
  public:
   // The arena (`plan.arena_bytes`) and the pools come later (allocate_pools).
   MemoryPlan(const Graph& graph, const Plan& plan);
+  // The same with the arena laid out as `arena` says (offsets), of `arena_bytes`.
+  MemoryPlan(const Graph& graph, const std::vector<ArenaSlot>& arena, std::int64_t arena_bytes);
 
   // A weight, graph input or arena tensor; nullopt for anything else.
   std::optional<Location> locate_or_none(const std::string& tensor) const;

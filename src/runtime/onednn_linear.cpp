@@ -41,16 +41,20 @@ memory::desc operand_desc(const Graph& g, const PostOp& p, const OperandShaping&
   return plain_desc(dims);
 }
 
-// The post-ops from `first` on (the one before it runs as the primitive's bias).
+// The post-ops from `first` on (the one before it runs as the primitive's bias); the one at
+// `sum_at` adds the result buffer's earlier contents (its operand, stored there).
 dnnl::primitive_attr post_op_attr(const Graph& g, const std::vector<PostOp>& post_ops,
                                   std::size_t first, const OperandShaping& sh,
                                   const std::vector<bool>& in_result_layout,
-                                  const std::optional<ConvLayouts>& preferred) {
+                                  const std::optional<ConvLayouts>& preferred,
+                                  std::optional<std::size_t> sum_at = std::nullopt) {
   dnnl::primitive_attr attr;
   dnnl::post_ops po;
   for (std::size_t i = first; i < post_ops.size(); ++i) {
     const PostOp& p = post_ops[i];
-    if (p.kind == PostOp::Kind::Eltwise) {
+    if (sum_at == i) {
+      po.append_sum(1.0f);
+    } else if (p.kind == PostOp::Kind::Eltwise) {
       po.append_eltwise(1.0f, to_dnnl(p.algorithm), p.alpha, p.beta);
     } else {
       po.append_binary(to_dnnl(p.algorithm),
@@ -169,9 +173,8 @@ void LinearOp::run(dnnl::stream& stream, const void* a, const void* b, void* y,
     src.set_data_handle(const_cast<void*>(a));
   }
   if (!packed_weights) wei.set_data_handle(const_cast<void*>(b));
-  const std::size_t skip = bias_values.empty() ? 0 : 1;  // the bias is bound at build time
   for (std::size_t i = 0; i < binary.size(); ++i) {
-    const void* operand = extra[i + skip];
+    const void* operand = extra[binary_extra[i]];
     if (binary_reorder[i]) {
       binary_user[i].set_data_handle(const_cast<void*>(operand));
       binary_reorder[i]->execute(stream, binary_user[i], binary[i]);
@@ -347,19 +350,40 @@ LinearOp make_linear(const dnnl::engine& engine, dnnl::stream& stream, const Gra
                                                d.strides, d.dilation, d.pad_l, d.pad_r)
              : dnnl::convolution_forward::desc(prop, alg, src_want, wei_want, dst_want, d.strides,
                                                d.dilation, d.pad_l, d.pad_r);
-    const dnnl::convolution_forward::primitive_desc pd(
-        desc,
-        post_op_attr(g, post_ops, bias ? 1 : 0, shaping, layout.operand_used_preferred,
-                     layout.preferred),
-        engine);
-    op.prim = dnnl::convolution_forward(pd);
-    op.implementation = pd.impl_info_str();
-    op.src = memory(pd.src_desc(), engine, DNNL_MEMORY_NONE);
-    op.dst = memory(pd.dst_desc(), engine, DNNL_MEMORY_NONE);
     const bool src_kept = layout.preferred && layout.src_stored_preferred;
     const bool dst_kept = layout.preferred && layout.dst_stored_preferred;
     const memory::desc src_stored = src_kept ? layout.preferred->src : src_md;
     const memory::desc dst_stored = dst_kept ? layout.preferred->dst : dst_md;
+    // A residual stored in the result's buffer, in its layout, with no reorder between:
+    // added as a sum post-op (in_place_residuals.hpp), if the primitive then writes that
+    // buffer itself. Otherwise it stays a binary post-op reading the same address, which
+    // is safe there: an operand's reorder copies it first, a result's reorder writes it
+    // after, and with neither both have one layout, each element read where it is written.
+    auto make_pd = [&](std::optional<std::size_t> sum) {
+      return dnnl::convolution_forward::primitive_desc(
+          desc,
+          post_op_attr(g, post_ops, bias ? 1 : 0, shaping, layout.operand_used_preferred,
+                       layout.preferred, sum),
+          engine);
+    };
+    for (std::size_t i = bias ? 1 : 0; i < post_ops.size() && dst_kept; ++i) {
+      const auto flag = [&](const std::vector<bool>& v) { return i < v.size() && v[i]; };
+      if (post_ops[i].kind == PostOp::Kind::Binary &&
+          post_ops[i].algorithm == OnednnAlgorithm::BinaryAdd && flag(layout.operand_in_place) &&
+          flag(layout.operand_stored_preferred) && flag(layout.operand_used_preferred)) {
+        op.sum_at = i;
+        break;
+      }
+    }
+    dnnl::convolution_forward::primitive_desc pd = make_pd(op.sum_at);
+    if (op.sum_at && pd.dst_desc() != dst_stored) {
+      op.sum_at.reset();
+      pd = make_pd(std::nullopt);
+    }
+    op.prim = dnnl::convolution_forward(pd);
+    op.implementation = pd.impl_info_str();
+    op.src = memory(pd.src_desc(), engine, DNNL_MEMORY_NONE);
+    op.dst = memory(pd.dst_desc(), engine, DNNL_MEMORY_NONE);
     if (pd.src_desc() != src_stored) {
       op.src_user = memory(src_stored, engine, DNNL_MEMORY_NONE);
       op.src_reorder = dnnl::reorder(op.src_user, op.src);
@@ -385,8 +409,14 @@ LinearOp make_linear(const dnnl::engine& engine, dnnl::stream& stream, const Gra
     op.args[DNNL_ARG_BIAS] = memory(*bias, engine, op.bias_values.data());
   }
   const std::size_t first = bias ? 1 : 0;
+  std::size_t operand = first;  // its place among the binary post-ops' operands (`extra`)
   for (std::size_t i = first; i < post_ops.size(); ++i) {
     if (post_ops[i].kind != PostOp::Kind::Binary) continue;
+    if (op.sum_at == i) {  // read where the result is written: no operand of its own
+      ++operand;
+      continue;
+    }
+    op.binary_extra.push_back(operand++);
     const memory::desc stored =
         operand_desc(g, post_ops[i], shaping, layout.operand_stored_preferred, layout.preferred, i);
     const memory::desc used =

@@ -34,7 +34,11 @@ struct LinearOp {
   // A first post-op adding a constant per output channel runs as the primitive's bias
   // (DNNL_ARG_BIAS, over this copy of its values); `binary` then holds the others.
   std::vector<float> bias_values;
-  std::vector<dnnl::memory> binary;  // post-op src1 tensors, in post-op order
+  std::vector<dnnl::memory> binary;       // post-op src1 tensors, in post-op order
+  std::vector<std::size_t> binary_extra;  // per `binary`: its operand's place in run()'s extra
+  // The post-op that adds its operand as a sum: the operand is stored in the result's
+  // buffer (in_place_residuals.hpp) and read from there.
+  std::optional<std::size_t> sum_at;
   // Per binary post-op: a full-size operand stored plain for an NHWC convolution is
   // reordered into `binary[i]` first (oneDNN 2.6 reads such operands in the result's
   // layout whatever their descriptor says, so they must match it).
@@ -63,6 +67,7 @@ struct LinearLayout {
   bool src_stored_preferred = false, dst_stored_preferred = false;
   std::vector<bool> operand_stored_preferred;  // per post-op
   std::vector<bool> operand_used_preferred;    // per post-op: full-size operand of such a conv
+  std::vector<bool> operand_in_place;          // per post-op: stored in the result's buffer
 };
 
 // Whether make_linear maps `node` onto oneDNN: MatMul, or a 2-D Conv without bias input

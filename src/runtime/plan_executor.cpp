@@ -14,6 +14,7 @@
 #include <variant>
 
 #include "runtime/denormals.hpp"
+#include "runtime/in_place_residuals.hpp"
 #include "runtime/linear_layouts.hpp"
 #include "runtime/memory_plan.hpp"
 #include "runtime/stage.hpp"
@@ -64,6 +65,7 @@ struct PlanExecutor::Impl {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
   std::shared_ptr<SharedExecutorMemory> shared_memory;  // null: the memory plan's own
+  ArenaLayout arena;  // the plan's, with results placed over residuals (in_place_residuals)
   MemoryPlan memory;
   std::vector<std::pair<std::string, Location>> output_locations;
   std::vector<std::vector<Stage>> kernels;
@@ -75,9 +77,9 @@ struct PlanExecutor::Impl {
 
   Impl(const Graph& g, const Plan& p, const std::map<std::string, std::string>& alternatives,
        const PlanExecutorOptions& options)
-      : graph(g), plan(p), memory(g, p) {
+      : graph(g), plan(p), arena(in_place_residuals(g, p)), memory(g, arena.slots, arena.bytes) {
     stats.kernels = p.kernels.size();
-    stats.arena_bytes = p.arena_bytes;
+    stats.arena_bytes = arena.bytes;
     for (const auto& w : g.weights()) {
       stats.weight_bytes += static_cast<std::int64_t>(g.tensor(w).data->nbytes());
     }
@@ -255,6 +257,7 @@ struct PlanExecutor::Impl {
                             [](const LinearStage& l) {
                               std::string s = "onednn " + l.op.implementation;
                               if (l.op.src_reorder) s += " (reorder in)";
+                              if (l.op.sum_at) s += " (residual summed in place)";
                               if (l.op.dst_reorder) s += " (reorder out)";
                               return s;
                             },

@@ -42,6 +42,7 @@ struct PlanExecutorStats {
   std::size_t fused_loop_primitives = 0;  // primitives those loops compute
   std::size_t reference_primitives = 0;   // primitives run with the reference kernels
   std::int64_t arena_bytes = 0;
+  std::size_t summed_residuals = 0;     // convolutions adding a residual in place (sum post-op)
   std::int64_t scratch_bytes = 0;       // intermediates between a kernel's stages (one pool)
   std::int64_t loop_scratch_bytes = 0;  // fused loops' row buffers and index tables
   std::int64_t loop_buffer_bytes = 0;   // of which the row buffers (one pool)

@@ -61,11 +61,11 @@ ArenaLayout in_place_residuals(const Graph& graph, const Plan& plan) {
         continue;
       }
       parent[root(result->second)] = root(it->second);
-      ++out.in_place;
+      out.in_place_kernels.push_back(k);
       break;  // one sum post-op per primitive
     }
   }
-  if (out.in_place == 0) {
+  if (out.in_place_kernels.empty()) {
     out.bytes = plan.arena_bytes;  // the plan's own layout
     return out;
   }

@@ -22,9 +22,9 @@
 namespace orchid {
 
 struct ArenaLayout {
-  std::vector<ArenaSlot> slots;  // the plan's, with offsets placed again
-  std::int64_t bytes = 0;        // the arena's peak
-  std::size_t in_place = 0;      // results placed over their residual
+  std::vector<ArenaSlot> slots;               // the plan's, with offsets placed again
+  std::int64_t bytes = 0;                     // the arena's peak
+  std::vector<std::size_t> in_place_kernels;  // those writing a result over its residual
 };
 
 // The arena of `plan` (over `graph`, its primitive graph) with results placed over their

@@ -344,7 +344,6 @@ void relayout_loops(std::vector<std::vector<Stage>>& kernels, const Graph& graph
       for (const auto& t : (*loop)->writes()) next.writes.push_back(write_at.at(t));
       next.read_ptrs.resize(next.reads.size());
       next.write_ptrs.resize(next.writes.size());
-      stats.loop_scratch_bytes += (*loop)->scratch_bytes() - l->loop->scratch_bytes();
       next.loop = std::move(*loop);
       *l = std::move(next);
       ++stats.stored_layout_loops;

@@ -111,8 +111,8 @@ struct PlanExecutor::Impl {
     relayout_loops(kernels, g, kept, stats);
     return_freed_heap();
     relayout_memory_bound_ops(kernels, g, engine, kept);
+    check_in_place_residuals();
     // The loops are final: their row buffers share one pool block.
-    stats.loop_scratch_bytes = 0;
     for (auto& stages : kernels) {
       for (auto& st : stages) {
         if (auto* l = std::get_if<LoopStage>(&st)) {
@@ -127,15 +127,32 @@ struct PlanExecutor::Impl {
     stats.scratch_bytes = memory.scratch_bytes();
     stats.layout_bytes = memory.layout_bytes();
     bind_stages();
+    // Index tables the loops hold (their own row buffers are gone), and the pool.
+    stats.loop_buffer_bytes = memory.loop_buffer_bytes();
+    stats.loop_scratch_bytes = stats.loop_buffer_bytes;
     for (auto& stages : kernels) {
       for (auto& st : stages) {
-        if (auto* l = std::get_if<LoopStage>(&st))
+        if (auto* l = std::get_if<LoopStage>(&st)) {
           stats.loop_scratch_bytes += l->loop->scratch_bytes();
+        }
       }
     }
-    stats.loop_buffer_bytes = memory.loop_buffer_bytes();
-    stats.loop_scratch_bytes += stats.loop_buffer_bytes;
     return_freed_heap();
+  }
+
+  // A result placed over a residual is safe only where its kernel is the one convolution
+  // whose post-op reads that residual (in_place_residuals decides so from the plan; the
+  // stages built must agree, or the run would read what it overwrote).
+  void check_in_place_residuals() const {
+    for (std::size_t k : arena.in_place_kernels) {
+      const auto& stages = kernels.at(k);
+      if (stages.size() != 1 || !std::holds_alternative<LinearStage>(stages[0])) {
+        internal_error(
+            "plan executor: kernel {} writes over a residual but is not one linear "
+            "stage",
+            k);
+      }
+    }
   }
 
   // Points the stages that hold addresses at the arena and pools.

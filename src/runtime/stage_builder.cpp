@@ -75,7 +75,6 @@ std::optional<LoopStage> StageBuilder::loop_stage(const PlannedKernel& pk, std::
   for (const auto& t : (*loop)->writes()) st.writes.push_back(place(places, t));
   st.read_ptrs.resize(st.reads.size());
   st.write_ptrs.resize(st.writes.size());
-  stats_.loop_scratch_bytes += (*loop)->scratch_bytes();
   st.loop = std::move(*loop);
   return st;
 }

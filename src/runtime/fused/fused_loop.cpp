@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -294,6 +295,12 @@ struct Value {
 
   // The index table, or null for the identity.
   const Index* index_data() const { return identity ? nullptr : index.data<Index>(); }
+  // The index table as a tensor: its own, or the identity built in `scratch`.
+  const Tensor* index_tensor(Tensor& scratch) const {
+    if (!identity) return &index;
+    scratch = iota_tensor(shape);
+    return &scratch;
+  }
   // Computed: the operand holding it.
   Operand operand;
 };
@@ -323,15 +330,13 @@ class Compiler {
       const Node& n = g_.nodes[idx];
       for (const auto& o : n.outputs) produced_.insert(o);
       for (const auto& t : n.inputs) {
-        if (t.empty()) continue;
-        ++uses_left_[t];
-        if (shape_numel(g_.tensor(t).shape) > std::numeric_limits<Index>::max()) {
-          return refusal("{}: '{}' has 2^31 elements or more", n.describe(), t);
-        }
+        if (!t.empty()) ++uses_left_[t];
       }
-      for (const auto& o : n.outputs) {
-        if (shape_numel(g_.tensor(o).shape) > std::numeric_limits<Index>::max()) {
-          return refusal("{}: '{}' has 2^31 elements or more", n.describe(), o);
+      for (const auto* names : {&n.inputs, &n.outputs}) {
+        for (const auto& t : *names) {
+          if (!t.empty() && shape_numel(g_.tensor(t).shape) > std::numeric_limits<Index>::max()) {
+            return refusal("{}: '{}' has 2^31 elements or more", n.describe(), t);
+          }
         }
       }
     }
@@ -763,9 +768,10 @@ class Compiler {
     // Run the op's reference kernel on the index tensor: the result says, per output
     // element, which element of the source it copies.
     std::vector<const Tensor*> ins(n.inputs.size(), nullptr);
+    // A computed value is read as it is computed: the identity.
     Tensor identity;
-    if (src.kind == Value::Kind::Computed || src.identity) identity = iota_tensor(src.shape);
-    ins[0] = src.kind == Value::Kind::Computed || src.identity ? &identity : &src.index;
+    if (src.kind == Value::Kind::Computed) identity = iota_tensor(src.shape);
+    ins[0] = src.kind == Value::Kind::Computed ? &identity : src.index_tensor(identity);
     for (std::size_t i = 1; i < n.inputs.size(); ++i) {
       if (n.inputs[i].empty()) continue;
       ORCHID_TRY_LET(c, constant(n.inputs[i], n));
@@ -812,7 +818,7 @@ class Compiler {
   Refusable<void> emit_concat(const Node& n) {
     std::string root;
     std::vector<const Tensor*> ins;
-    std::vector<std::unique_ptr<Tensor>> identities;  // parts read as they are
+    std::deque<Tensor> identities;  // parts read as they are (stable addresses)
     for (const auto& t : n.inputs) {
       ORCHID_TRY_LET(vp, value(t));
       if (vp->kind != Value::Kind::Leaf) {
@@ -822,12 +828,7 @@ class Compiler {
         return refusal("{}: concatenates parts of '{}' and '{}'", n.describe(), root, vp->root);
       }
       root = vp->root;
-      if (vp->identity) {
-        identities.push_back(std::make_unique<Tensor>(iota_tensor(vp->shape)));
-        ins.push_back(identities.back().get());
-      } else {
-        ins.push_back(&vp->index);
-      }
+      ins.push_back(vp->index_tensor(identities.emplace_back()));
     }
     Value v;
     v.kind = Value::Kind::Leaf;

@@ -77,7 +77,7 @@ TEST(InPlaceResiduals, AResultFollowedByAConvolutionIsSummedOverItsResidual) {
       {{"Conv", {"y", "w3"}, {"z"}, {{"pads", std::vector<std::int64_t>{1, 1, 1, 1}}}}}, {"z"});
   const Plan plan = bottleneck_plan(g);
   const ArenaLayout a = in_place_residuals(g, plan);
-  EXPECT_EQ(a.in_place, 1u);
+  EXPECT_EQ(a.in_place_kernels.size(), 1u);
   EXPECT_EQ(offset_of(a, "y"), offset_of(a, "r"));
   EXPECT_LE(a.bytes, plan.arena_bytes);
   // A sum where the convolutions keep a layout of their own between them (NHWC here).
@@ -90,7 +90,7 @@ TEST(InPlaceResiduals, AGraphOutputOverItsResidualStaysABinaryPostOpReadInPlace)
   const Graph g = bottleneck({}, {"y"});
   const Plan plan = bottleneck_plan(g);
   const ArenaLayout a = in_place_residuals(g, plan);
-  EXPECT_EQ(a.in_place, 1u);
+  EXPECT_EQ(a.in_place_kernels.size(), 1u);
   EXPECT_EQ(offset_of(a, "y"), offset_of(a, "r"));
   expect_matches_reference(g, plan, 0);  // y is plain, the convolution's result NHWC
 }
@@ -98,12 +98,12 @@ TEST(InPlaceResiduals, AGraphOutputOverItsResidualStaysABinaryPostOpReadInPlace)
 TEST(InPlaceResiduals, NotWhereTheResidualIsReadAgain) {
   // Read by a later kernel (a graph output too).
   const Graph later = bottleneck({}, {"y", "r"});
-  EXPECT_EQ(in_place_residuals(later, bottleneck_plan(later)).in_place, 0u);
+  EXPECT_EQ(in_place_residuals(later, bottleneck_plan(later)).in_place_kernels.size(), 0u);
   // The convolution's own source: y = Relu(Conv(r) + b + r) would overwrite what it reads.
   const Graph own = bottleneck({}, {"y"}, "r");
   const Plan plan = bottleneck_plan(own);
   const ArenaLayout a = in_place_residuals(own, plan);
-  EXPECT_EQ(a.in_place, 0u);
+  EXPECT_EQ(a.in_place_kernels.size(), 0u);
   EXPECT_NE(offset_of(a, "y"), offset_of(a, "r"));
   expect_matches_reference(own, plan, 0);
 }

@@ -33,11 +33,13 @@ int main(int argc, char** argv) {
   // All of orchid's threads are OpenMP's (oneDNN, fused loops, reference kernels). libgomp
   // reads its wait policy once, when loaded, so orchid re-executes itself with the policy
   // it chooses (cpu_environment.hpp: a short spin on idle cores, else sleeping at once)
-  // unless the user chose one.
+  // unless the user chose one, and without OpenBLAS's thread pool (loaded with CBC, idle
+  // but spinning on the executor's cores).
   if (const auto env = orchid::wanted_openmp_environment(); !env.empty()) {
     for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
     execv("/proc/self/exe", argv);  // on failure, carry on with the defaults
   }
+  orchid::keep_blas_single_threaded();  // should the re-execution have failed
   CLI::App app{"orchid: kernel orchestration and multi-accelerator mapping for ONNX models"};
   app.set_version_flag("--version", std::string("orchid ") + ORCHID_VERSION);
   app.require_subcommand(1);

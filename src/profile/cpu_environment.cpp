@@ -1,5 +1,6 @@
 #include "profile/cpu_environment.hpp"
 
+#include <dlfcn.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -138,7 +139,19 @@ double busy_cores_elsewhere(int milliseconds) {
   return std::max(0.0, ((busy1 - busy0) - (own1 - own0)) / (seconds * static_cast<double>(hz)));
 }
 
-std::vector<std::pair<std::string, std::string>> wanted_openmp_environment() {
+void keep_blas_single_threaded() {
+  if (std::getenv("OPENBLAS_NUM_THREADS")) return;  // the user's choice (or orchid's, 1)
+  void* blas = dlopen("libopenblas.so.0", RTLD_LAZY | RTLD_NOLOAD);
+  if (blas == nullptr) return;
+  using SetThreads = void (*)(int);
+  if (auto set = reinterpret_cast<SetThreads>(dlsym(blas, "openblas_set_num_threads"))) set(1);
+  dlclose(blas);
+}
+
+namespace {
+
+// The wait policy libgomp should load with: empty when the user chose one.
+std::vector<std::pair<std::string, std::string>> wanted_wait_policy() {
   for (const char* chosen :
        {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME", "ORCHID_OMP_POLICY_SET"}) {
     if (std::getenv(chosen)) return {};
@@ -164,6 +177,14 @@ std::vector<std::pair<std::string, std::string>> wanted_openmp_environment() {
                     : fmt::format("passive ({:.2f} of its cores busy with other processes at "
                                   "start)",
                                   busy)}};
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> wanted_openmp_environment() {
+  auto env = wanted_wait_policy();
+  if (!std::getenv("OPENBLAS_NUM_THREADS")) env.emplace_back("OPENBLAS_NUM_THREADS", "1");
+  return env;
 }
 
 bool openmp_threads_spin() {

@@ -37,10 +37,22 @@ int cpu_threads();
 // 1,000 this VM woke sleeping threads slowly until its idle polling adapted, MobileNetV2's first
 // runs 7.3 ms instead of 2.9); otherwise they sleep at once (passive). libgomp reads
 // its settings once, when it is loaded, so they cannot be changed from main(); this returns the
-// environment orchid wants (empty when the user chose a wait policy: OMP_WAIT_POLICY,
-// GOMP_SPINCOUNT or KMP_BLOCKTIME set, or ORCHID_OMP_POLICY_SET from an earlier look), for the CLI
-// to re-execute itself with.
+// environment orchid wants, for the CLI to re-execute itself with: the wait policy (none when
+// the user chose one: OMP_WAIT_POLICY, GOMP_SPINCOUNT or KMP_BLOCKTIME set, or
+// ORCHID_OMP_POLICY_SET from an earlier look) and OPENBLAS_NUM_THREADS=1 unless set (see
+// keep_blas_single_threaded). Empty when there is nothing to set.
 std::vector<std::pair<std::string, std::string>> wanted_openmp_environment();
+
+// OpenBLAS, which CBC's LAPACK loads (Debian's pthread build), starts a thread per core
+// that spins with sched_yield() for a while after each call before it sleeps; orchid
+// computes nothing with BLAS, yet those threads took the cores from the executor's: on a
+// quiet 2-core VM a 12 us model's runs took 4.4 ms (a scheduler tick) one time in ten or
+// more after the BLP was solved. wanted_openmp_environment() asks for
+// OPENBLAS_NUM_THREADS=1 (no pool at all) unless the user set it; this sets a pool that
+// was started anyway (the Python extension loads with the interpreter's environment) to one
+// thread, so its threads get no more work and sleep. A no-op where OpenBLAS is not loaded
+// or OPENBLAS_NUM_THREADS is set.
+void keep_blas_single_threaded();
 
 // How many of this process's cores (its affinity mask) other processes kept busy over
 // `milliseconds` (CPU time from /proc/stat, this process's own subtracted; this thread

@@ -2,11 +2,15 @@
 // before it starts, and leaves a policy the user chose alone.
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "profile/cpu_environment.hpp"
@@ -39,7 +43,9 @@ TEST(CpuEnvironment, LeavesTheUsersPolicyAlone) {
   const char* before = std::getenv("OMP_WAIT_POLICY");
   const std::string saved = before ? before : "";
   setenv("OMP_WAIT_POLICY", "ACTIVE", 1);
-  EXPECT_TRUE(wanted_openmp_environment().empty());
+  for (const auto& [name, value] : wanted_openmp_environment()) {
+    EXPECT_EQ(name, "OPENBLAS_NUM_THREADS") << "no wait policy over the user's: " << value;
+  }
   const char* mine = std::getenv("ORCHID_OMP_POLICY_SET");
   if (!mine || mine[0] == '1') {
     EXPECT_NE(openmp_wait_description().find("OMP_WAIT_POLICY=ACTIVE"), std::string::npos)
@@ -68,6 +74,55 @@ TEST(CpuEnvironment, ChoosesAPolicyAndSaysWhy) {
   }
   EXPECT_NE(spin, passive);  // exactly one of the two
   EXPECT_TRUE(reason);
+}
+
+// Restores an environment variable when the test ends.
+struct SavedVariable {
+  explicit SavedVariable(const char* name) : name(name) {
+    if (const char* v = std::getenv(name)) value = v;
+  }
+  ~SavedVariable() {
+    if (value) {
+      setenv(name, value->c_str(), 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  const char* name;
+  std::optional<std::string> value;
+};
+
+TEST(CpuEnvironment, AsksForOpenBlasWithoutAPoolUnlessTheUserChose) {
+  SavedVariable saved("OPENBLAS_NUM_THREADS");
+  unsetenv("OPENBLAS_NUM_THREADS");
+  const auto unset = wanted_openmp_environment();
+  EXPECT_NE(std::find(unset.begin(), unset.end(),
+                      std::pair<std::string, std::string>{"OPENBLAS_NUM_THREADS", "1"}),
+            unset.end());
+  setenv("OPENBLAS_NUM_THREADS", "3", 1);
+  for (const auto& [name, value] : wanted_openmp_environment()) {
+    EXPECT_NE(name, "OPENBLAS_NUM_THREADS");
+  }
+}
+
+TEST(CpuEnvironment, SetsALoadedOpenBlasPoolToOneThread) {
+  // This binary links CBC, whose LAPACK is OpenBLAS (scripts/setup.sh installs it).
+  void* blas = dlopen("libopenblas.so.0", RTLD_LAZY | RTLD_NOLOAD);
+  ASSERT_NE(blas, nullptr) << "OpenBLAS is not loaded: is libopenblas-dev the BLAS/LAPACK?";
+  const auto set = reinterpret_cast<void (*)(int)>(dlsym(blas, "openblas_set_num_threads"));
+  const auto get = reinterpret_cast<int (*)()>(dlsym(blas, "openblas_get_num_threads"));
+  ASSERT_TRUE(set && get);
+  SavedVariable saved("OPENBLAS_NUM_THREADS");
+  unsetenv("OPENBLAS_NUM_THREADS");
+  set(2);
+  keep_blas_single_threaded();
+  EXPECT_EQ(get(), 1);
+  setenv("OPENBLAS_NUM_THREADS", "2", 1);  // the user's choice stands
+  set(2);
+  keep_blas_single_threaded();
+  EXPECT_EQ(get(), 2);
+  set(1);
+  dlclose(blas);
 }
 
 }  // namespace

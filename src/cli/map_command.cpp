@@ -97,9 +97,9 @@ void map(const MapOptions& o, const CLI::App& cmd) {
     const MeasuredCpuCostStats st = measured->stats();
     fmt::print(
         "cpu costing  measured on the CPU executor ({} threads per rank): {} layer shards timed "
-        "alone, then in {} rounds in context (x{:.2f} their times alone), {} memo hits, {} "
-        "roofline fallbacks, {:.2f} s\n",
-        sys.designs[0].threads, st.measured, st.context_rounds,
+        "alone, then in {} rounds in context ({} layers as the plan runner runs them; x{:.2f} "
+        "their times alone), {} memo hits, {} roofline fallbacks, {:.2f} s\n",
+        sys.designs[0].threads, st.measured, st.context_rounds, st.runner_programs,
         st.alone_sum_s > 0 ? st.context_sum_s / st.alone_sum_s : 0.0, st.memo_hits, st.fallbacks,
         st.seconds);
     if (st.fallbacks > 0) fmt::print("  fallback   {}\n", st.first_fallback);

@@ -20,6 +20,7 @@
 #include "distributed/op_shards.hpp"
 #include "distributed/tensor_slices.hpp"
 #include "eval/random_inputs.hpp"
+#include "mapping/layer_subgraph.hpp"
 #include "orchestrate/orchestrator.hpp"
 #include "runtime/plan_executor.hpp"
 #include "util/error.hpp"
@@ -211,8 +212,6 @@ class Runner {
   void append_chain(Graph& part, int layer, int axis, std::int64_t begin, std::int64_t end) const;
   bool keeps_rows(int layer, std::string& kept) const;
   std::vector<std::string> layer_outputs(int layer) const;
-  Graph nodes_graph(const std::string& name, const std::vector<std::size_t>& nodes,
-                    const std::vector<std::string>& outputs) const;
   std::unique_ptr<Program> make_program(Graph graph) const;
   TensorMap feed(const Program& p, int inference, int sample);
   void prepare_layer(int layer);
@@ -455,31 +454,6 @@ std::vector<std::string> Runner::layer_outputs(int layer) const {
   return outputs;
 }
 
-Graph Runner::nodes_graph(const std::string& name, const std::vector<std::size_t>& nodes,
-                          const std::vector<std::string>& outputs) const {
-  Graph sub;
-  sub.name = name;
-  sub.opset = g_.opset;
-  std::set<std::string> inside;
-  for (std::size_t n : nodes) {
-    for (const auto& o : g_.nodes[n].outputs) inside.insert(o);
-  }
-  for (std::size_t n : nodes) {
-    const Node& node = g_.nodes[n];
-    for (const auto& in : node.inputs) {
-      if (in.empty() || inside.count(in) || sub.has_tensor(in)) continue;
-      sub.add_tensor(in) = g_.tensor(in);
-      if (!g_.is_constant(in)) sub.inputs.push_back(in);
-    }
-    for (const auto& o : node.outputs) {
-      if (!o.empty()) sub.add_tensor(o) = g_.tensor(o);
-    }
-    sub.nodes.push_back(node);
-  }
-  sub.outputs = outputs;
-  return sub;
-}
-
 std::unique_ptr<Runner::Program> Runner::make_program(Graph graph) const {
   auto p = std::make_unique<Program>();
   p->graph = std::move(graph);
@@ -686,7 +660,7 @@ void Runner::prepare_layer(int layer) {
     std::vector<std::string> outputs = layer_outputs(layer);
     std::erase(outputs, first.outputs[0]);  // the combined result is stored as it is
     if (!rest.empty() && !outputs.empty()) {
-      Graph epilogue = nodes_graph(name + "_epilogue", rest, outputs);
+      Graph epilogue = mapping::nodes_subgraph(g_, name + "_epilogue", rest, outputs);
       if (all_reduce) {
         // Every member can run it when each of its inputs is on every member: the sum,
         // other all-reduced results, graph inputs, constants and free nodes' results.
@@ -704,7 +678,7 @@ void Runner::prepare_layer(int layer) {
     return;
   }
   if (member_ == 0 || (members_ > 1 && s == Strategy::Batch)) {
-    whole_[layer] = make_program(nodes_graph(name, nodes, layer_outputs(layer)));
+    whole_[layer] = make_program(mapping::nodes_subgraph(g_, name, nodes, layer_outputs(layer)));
   }
 }
 

@@ -231,4 +231,54 @@ std::string layer_signature(const Layer& l) {
                      l.batch, l.split, l.bias ? 1 : 0, l.recipe ? l.recipe->key : std::string("-"));
 }
 
+Graph nodes_subgraph(const Graph& model, const std::string& name,
+                     const std::vector<std::size_t>& nodes,
+                     const std::vector<std::string>& outputs) {
+  Graph sub;
+  sub.name = name;
+  sub.opset = model.opset;
+  std::set<std::string> inside;
+  for (std::size_t n : nodes) {
+    for (const auto& o : model.nodes.at(n).outputs) inside.insert(o);
+  }
+  for (std::size_t n : nodes) {
+    const Node& node = model.nodes[n];
+    for (const auto& in : node.inputs) {
+      if (in.empty() || inside.count(in) || sub.has_tensor(in)) continue;
+      sub.add_tensor(in) = model.tensor(in);
+      if (!model.is_constant(in)) sub.inputs.push_back(in);
+    }
+    for (const auto& o : node.outputs) {
+      if (!o.empty()) sub.add_tensor(o) = model.tensor(o);
+    }
+    sub.nodes.push_back(node);
+  }
+  sub.outputs = outputs;
+  return sub;
+}
+
+Graph layer_program(const Graph& model, const Layer& layer) {
+  if (layer.nodes.empty()) return {};
+  std::set<std::size_t> own(layer.nodes.begin(), layer.nodes.end());
+  std::set<std::string> produced;
+  for (std::size_t n : layer.nodes) {
+    for (const auto& o : model.nodes.at(n).outputs) {
+      if (!o.empty()) produced.insert(o);
+    }
+  }
+  std::set<std::string> read_elsewhere(model.outputs.begin(), model.outputs.end());
+  for (std::size_t n = 0; n < model.nodes.size(); ++n) {
+    if (own.count(n)) continue;
+    read_elsewhere.insert(model.nodes[n].inputs.begin(), model.nodes[n].inputs.end());
+  }
+  std::vector<std::string> outputs;
+  for (std::size_t n : layer.nodes) {
+    for (const auto& o : model.nodes[n].outputs) {
+      if (produced.count(o) && read_elsewhere.count(o)) outputs.push_back(o);
+    }
+  }
+  if (outputs.empty()) return {};
+  return nodes_subgraph(model, layer.name, layer.nodes, outputs);
+}
+
 }  // namespace orchid::mapping

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "ir/graph.hpp"
 #include "mapping/workload.hpp"
@@ -30,5 +31,19 @@ LayerSubgraph layer_subgraph(const Layer& layer);
 
 // What identifies a layer's subgraph: dims, batch, split, bias and the recipe.
 std::string layer_signature(const Layer& layer);
+
+// `nodes` of `model` (indices, topological order) as a graph of their own: the
+// non-constant tensors they read from outside are its inputs, constants are shared, and
+// `outputs` are its outputs. The plan runner runs a layer (or part of one) as such a graph.
+Graph nodes_subgraph(const Graph& model, const std::string& name,
+                     const std::vector<std::size_t>& nodes,
+                     const std::vector<std::string>& outputs);
+
+// A whole layer as the plan runner runs it (`layer.nodes` of the graph it was extracted
+// from): its own ONNX nodes, the layout ops that follow it included (a Transpose that
+// splits attention heads moves data, which layer_subgraph leaves out), its outputs the
+// tensors other nodes read and the model's outputs among them. Empty (no nodes) for a
+// layer without nodes in `model`.
+Graph layer_program(const Graph& model, const Layer& layer);
 
 }  // namespace orchid::mapping

@@ -32,7 +32,7 @@ MappingRun::MappingRun(const MappingRequest& request, const ConfigRoots& roots)
   if (measured_) {
     // The first pricing timed every shard alone; the second times them in context, one
     // after another as the runner runs layers, and the table is priced again from the memo.
-    measured_->measure_in_context();
+    measured_->measure_in_context(workload_.graph.get());
     evaluator_ = std::make_unique<Evaluator>(workload_, system_, *measured_);
   }
 }
@@ -70,6 +70,7 @@ std::string MappingRun::to_json() const {
     const MeasuredCpuCostStats st = measured_->stats();
     costing["cpu_layers_measured"] = st.measured;
     costing["cpu_context_rounds"] = st.context_rounds;
+    costing["cpu_runner_programs"] = st.runner_programs;
     costing["cpu_context_ratio"] = st.alone_sum_s > 0 ? st.context_sum_s / st.alone_sum_s : 0.0;
     costing["cpu_memo_hits"] = st.memo_hits;
     costing["cpu_fallbacks"] = st.fallbacks;

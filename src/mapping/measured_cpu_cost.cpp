@@ -99,15 +99,20 @@ struct Prototype {
   TensorMap inputs;
 };
 
-std::unique_ptr<Prototype> make_prototype(const Layer& layer, const CostModel& model) {
+std::unique_ptr<Prototype> make_prototype(LayerSubgraph sub, const CostModel& model) {
   auto p = std::make_unique<Prototype>();
-  p->sub = layer_subgraph(layer);
-  as_grouped_convolution(p->sub.graph, layer);
+  p->sub = std::move(sub);
   OrchestrateOptions options;
   options.time_limit_s = 2;
   p->orchestration = orchestrate(p->sub.graph, model, options);
   p->inputs = make_random_inputs(p->sub.graph, 1);
   return p;
+}
+
+std::unique_ptr<Prototype> make_prototype(const Layer& layer, const CostModel& model) {
+  LayerSubgraph sub = layer_subgraph(layer);
+  as_grouped_convolution(sub.graph, layer);
+  return make_prototype(std::move(sub), model);
 }
 
 // An executor of a prototype, warmed up (page faults, oneDNN JIT). Each packs its own
@@ -216,7 +221,7 @@ double MeasuredCpuCostProvider::compute_seconds(const Layer& layer, const Design
   std::lock_guard<std::mutex> lock(mutex_);
   const std::string key =
       fmt::format("{}|{}|{}", design.threads, layer.conv_groups, layer_signature(one));
-  note_occurrence(layer.name, key);
+  note_occurrence(layer, key);
   if (auto it = memo_.find(key); it != memo_.end()) {
     ++stats_.memo_hits;
     return it->second.cost(samples);
@@ -237,20 +242,20 @@ double MeasuredCpuCostProvider::compute_seconds(const Layer& layer, const Design
   return m.cost(samples);
 }
 
-void MeasuredCpuCostProvider::note_occurrence(const std::string& layer,
-                                              const std::string& key) const {
-  auto [it, added] = occurrence_of_.emplace(layer, occurrences_.size());
+void MeasuredCpuCostProvider::note_occurrence(const Layer& layer, const std::string& key) const {
+  auto [it, added] = occurrence_of_.emplace(layer.name, occurrences_.size());
   if (added) occurrences_.push_back({layer, {}});
   std::vector<std::string>& keys = occurrences_[it->second].keys;
   if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
 }
 
-void MeasuredCpuCostProvider::measure_in_context(double context_seconds) {
+void MeasuredCpuCostProvider::measure_in_context(const Graph* model, double context_seconds) {
   std::lock_guard<std::mutex> lock(mutex_);
   const auto t0 = std::chrono::steady_clock::now();
   reuse_freed_memory();
   // One prototype per subgraph measured alone (built when first needed; null: it failed).
   std::map<std::string, std::unique_ptr<Prototype>> prototypes;
+  std::vector<std::unique_ptr<Prototype>> programs;  // layers as the runner runs them
   auto prototype = [&](const std::string& key) -> const Prototype* {
     auto [it, added] = prototypes.emplace(key, nullptr);
     if (added) {
@@ -285,9 +290,26 @@ void MeasuredCpuCostProvider::measure_in_context(double context_seconds) {
   try {
     for (const Occurrence& o : occurrences_) {
       const std::string& key = o.keys.front();
+      const Measured& m = memo_.at(key);
+      if (m.fallback) continue;
+      // The layer as the runner runs it, when the model is at hand and the executor takes it.
+      if (model != nullptr) {
+        try {
+          LayerSubgraph sub{layer_program(*model, o.layer), 1};
+          if (!sub.graph.nodes.empty()) {
+            programs.push_back(with_threads(
+                m.design.threads, [&] { return make_prototype(std::move(sub), cpu_model_); }));
+            run.push_back(
+                {with_threads(m.design.threads, [&] { return make_instance(*programs.back()); }),
+                 &m, &times[key]});
+            continue;
+          }
+        } catch (const std::exception&) {
+          // Rebuilt from its dimensions instead.
+        }
+      }
       const Prototype* p = prototype(key);
       if (p == nullptr) continue;
-      const Measured& m = memo_.at(key);
       run.push_back(
           {with_threads(m.design.threads, [&] { return make_instance(*p); }), &m, &times[key]});
     }
@@ -343,6 +365,7 @@ void MeasuredCpuCostProvider::measure_in_context(double context_seconds) {
     }
   }
   stats_.context_rounds = static_cast<int>(rounds);
+  stats_.runner_programs = programs.size();
   stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 

@@ -32,8 +32,9 @@
 namespace orchid::mapping {
 
 struct MeasuredCpuCostStats {
-  std::size_t measured = 0;  // distinct subgraphs timed
-  int context_rounds = 0;    // rounds of measure_in_context (0: costs are times alone)
+  std::size_t measured = 0;         // distinct subgraphs timed
+  int context_rounds = 0;           // rounds of measure_in_context (0: costs are times alone)
+  std::size_t runner_programs = 0;  // layers those rounds ran as the plan runner runs them
   // Over the subgraphs timed in context: the sum of their times in context and alone (one
   // sample each), whose ratio says how much context costs on this machine.
   double context_sum_s = 0, alone_sum_s = 0;
@@ -55,8 +56,11 @@ class MeasuredCpuCostProvider : public LayerCostProvider {
   double compute_seconds(const Layer& layer, const Design& design) const override;
   // Times the layers measured so far in context (see above): at least 5 rounds, more (at
   // most 25, or more until 50 ms) until they have taken `context_seconds`. A subgraph that fails to
-  // run keeps its time alone. Callers price again afterwards.
-  void measure_in_context(double context_seconds = 2.0);
+  // run keeps its time alone. Callers price again afterwards. With `model` (the graph the
+  // workload was extracted from), each layer runs as the plan runner runs it
+  // (layer_program: its own nodes, the layout ops after it included), else as rebuilt by
+  // layer_subgraph.
+  void measure_in_context(const Graph* model = nullptr, double context_seconds = 2.0);
   MeasuredCpuCostStats stats() const;
 
  private:
@@ -75,10 +79,10 @@ class MeasuredCpuCostProvider : public LayerCostProvider {
   // the workload's order), each with the memo keys of its variants (whole, and its shards
   // by strategy and group size).
   struct Occurrence {
-    std::string layer;
+    Layer layer;  // as first asked for (its nodes in the model)
     std::vector<std::string> keys;
   };
-  void note_occurrence(const std::string& layer, const std::string& key) const;
+  void note_occurrence(const Layer& layer, const std::string& key) const;
 
   const CostModel& cpu_model_;
   const LayerCostProvider& others_;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/graph.hpp"
 #include "ir/node.hpp"
 #include "ir/tensor.hpp"
 #include "mapping/design.hpp"
@@ -83,6 +84,8 @@ struct Workload {
   std::vector<Layer> layers;  // topologically ordered
   // Extraction only: layout nodes that read no layer (graph inputs and constants alone).
   std::vector<std::size_t> free_nodes;
+  // Extraction only: the graph the layers' `nodes` index into (its constants shared).
+  std::shared_ptr<const Graph> graph;
   // Sorts the layers topologically (stable: the listed order wins ties, so chains keep
   // their file order, which H2H's frontier order depends on), renumbers preds and fills
   // succs. Fails naming the workload on a bad predecessor or a cycle.

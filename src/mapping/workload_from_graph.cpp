@@ -75,6 +75,7 @@ Workload extract_workload(const Graph& graph, std::int64_t batch, const std::str
   Workload w;
   w.name = name;
   w.batch = batch;
+  w.graph = std::make_shared<const Graph>(graph);
   // For every tensor: the set of layers whose output it (transitively) is.
   std::unordered_map<std::string, std::vector<int>> source;
   std::vector<bool> merge_ok;  // a layer may still absorb an elementwise epilogue

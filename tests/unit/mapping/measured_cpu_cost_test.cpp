@@ -3,6 +3,7 @@
 // their layer).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "cost/cost_model.hpp"
@@ -47,7 +48,7 @@ TEST(MeasuredCpuCost, InContextRoundsRetimeEveryShardAndReplaceItsTimeAlone) {
   EXPECT_EQ(before.fallbacks, 0u) << before.first_fallback;
   EXPECT_EQ(before.context_rounds, 0);
 
-  provider.measure_in_context(0.05);
+  provider.measure_in_context(nullptr, 0.05);
   const MeasuredCpuCostStats after = provider.stats();
   EXPECT_GT(after.context_rounds, 25);         // microseconds a round: rounds until 50 ms
   EXPECT_EQ(after.measured, before.measured);  // nothing timed alone again
@@ -79,6 +80,42 @@ TEST(MeasuredCpuCost, InContextRoundsRetimeEveryShardAndReplaceItsTimeAlone) {
   EXPECT_TRUE(changed);
   EXPECT_NEAR(context, after.context_sum_s, 1e-9 + 1e-9 * context);
   EXPECT_NEAR(alone, after.alone_sum_s, 1e-9 + 1e-9 * alone);
+}
+
+std::vector<std::string> op_types(const Graph& g) {
+  std::vector<std::string> ops;
+  for (const Node& n : g.nodes) ops.push_back(n.op_type);
+  return ops;
+}
+
+TEST(MeasuredCpuCost, InContextRoundsRunEachLayerAsThePlanRunnerDoes) {
+  const Graph g = load_model(kRoot + "/models/tiny_attention.onnx").graph;
+  const Workload w = extract_workload(g, 1, "tiny_attention");
+  ASSERT_TRUE(w.graph);
+  // The query projection splits heads after its bias: the runner runs its Reshape and
+  // Transpose (which moves data), the subgraph rebuilt from its dimensions has neither.
+  const auto q = std::find_if(w.layers.begin(), w.layers.end(),
+                              [](const Layer& l) { return l.name == "q_proj"; });
+  ASSERT_NE(q, w.layers.end());
+  const Graph program = layer_program(*w.graph, *q);
+  EXPECT_EQ(op_types(program), (std::vector<std::string>{"MatMul", "Add", "Reshape", "Transpose"}));
+  EXPECT_EQ(program.inputs, std::vector<std::string>{"ln1"});
+  EXPECT_EQ(program.outputs, std::vector<std::string>{"q3"});
+  const std::vector<std::string> rebuilt = op_types(layer_subgraph(*q).graph);
+  EXPECT_EQ(std::count(rebuilt.begin(), rebuilt.end(), "Transpose"), 0);
+  // The last layer's output is the model's.
+  const Graph last = layer_program(*w.graph, w.layers.back());
+  EXPECT_EQ(last.outputs, g.outputs);
+
+  const System sys = load_system(kRoot + "/configs/systems/cpu2.toml");
+  const auto model = make_analytic_cost_model(load_device_spec("cpu", test::source_configs()));
+  MeasuredCpuCostProvider provider(*model, default_cost_provider(), 1e6);
+  for (const Layer& l : w.layers) ASSERT_GT(provider.compute_seconds(l, sys.designs[0]), 0);
+  provider.measure_in_context(w.graph.get(), 0.05);
+  const MeasuredCpuCostStats st = provider.stats();
+  EXPECT_GT(st.context_rounds, 0);
+  EXPECT_EQ(st.runner_programs, w.layers.size());  // every layer, none rebuilt
+  for (const Layer& l : w.layers) EXPECT_GT(provider.compute_seconds(l, sys.designs[0]), 0);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@ using WantedLayouts = std::map<std::string, std::vector<dnnl::memory::desc>>;
 void add_linear_uses(LinearStage& l, const Graph& graph, const dnnl::engine& engine,
                      LayoutUses& uses, WantedLayouts& wanted) {
   uses.add(l.wei, LayoutUse::Plain);  // weights are read plain
+  for (const auto& t : l.views) uses.add(t, LayoutUse::Plain);
   l.preferred = conv_preferred_layouts(engine, graph, *l.node);
   if (!l.preferred) {
     uses.add(l.src, LayoutUse::Plain);

@@ -32,6 +32,9 @@ struct LinearStage {
   Location a, b, y;
   std::vector<Location> extra;
   std::vector<const void*> extra_ptrs;  // reused every run
+  // Reshapes after the epilogue that end the kernel: their last result is `y` itself
+  // (the same bytes in another shape), so they cost nothing. Stored plain.
+  std::vector<std::string> views;
 };
 
 struct LoopStage {

@@ -46,6 +46,13 @@ std::optional<std::pair<LinearStage, std::size_t>> StageBuilder::linear_stage(
   st.dst = epilogue.result;
   st.a = place(places, lin.inputs[0]);
   st.b = place(places, lin.inputs[1]);
+  // (Convolutions may keep blocked layouts; a MatMul's result is plain.)
+  if (kind == OnednnAlgorithm::MatMul) {
+    st.views = trailing_views(pk, pos + epilogue.nodes, epilogue.result);
+  }
+  // Written where the last view lives (BERT's query, key and value projections split
+  // their heads with a Reshape that was a copy of 20 us each).
+  if (!st.views.empty()) places.where[epilogue.result] = place(places, st.views.back());
   st.y = place(places, epilogue.result);
   for (const auto& p : epilogue.post_ops) {
     if (p.kind == PostOp::Kind::Binary) st.extra.push_back(place(places, p.operand));
@@ -55,7 +62,38 @@ std::optional<std::pair<LinearStage, std::size_t>> StageBuilder::linear_stage(
   }
   st.post_ops = std::move(epilogue.post_ops);
   st.extra_ptrs.resize(st.extra.size());
-  return std::make_pair(std::move(st), epilogue.nodes);
+  const std::size_t nodes = epilogue.nodes + st.views.size();
+  return std::make_pair(std::move(st), nodes);
+}
+
+std::vector<std::string> StageBuilder::trailing_views(const PlannedKernel& pk, std::size_t from,
+                                                      const std::string& result) const {
+  // `result`, read only by a chain of ops that keep the flat order and end the kernel,
+  // each result but the last internal to it.
+  if (from >= pk.nodes.size()) return {};
+  const auto is_output = [&](const std::string& t) {
+    return std::find(pk.outputs.begin(), pk.outputs.end(), t) != pk.outputs.end();
+  };
+  std::vector<std::string> views;
+  std::string value = result;
+  for (std::size_t i = from; i < pk.nodes.size(); ++i) {
+    const Node& n = graph_.nodes[pk.nodes[i]];
+    const bool keeps_order = n.op_type == "Reshape" || n.op_type == "Flatten" ||
+                             n.op_type == "Squeeze" || n.op_type == "Unsqueeze" ||
+                             n.op_type == "Identity";
+    if (!keeps_order || n.inputs.empty() || n.inputs[0] != value || n.outputs.size() != 1 ||
+        is_output(value) || readers_from(graph_, pk, 0, value) != 1) {
+      return {};
+    }
+    for (std::size_t k = 1; k < n.inputs.size(); ++k) {
+      if (!n.inputs[k].empty() && !graph_.is_constant(n.inputs[k])) return {};
+    }
+    value = n.outputs[0];
+    views.push_back(value);
+  }
+  // The last is the kernel's result, stored where the arena keeps it.
+  if (!is_output(value) || !memory_.locate_or_none(value)) return {};
+  return views;
 }
 
 std::optional<LoopStage> StageBuilder::loop_stage(const PlannedKernel& pk, std::size_t begin,
@@ -189,7 +227,7 @@ std::vector<Stage> StageBuilder::build(const PlannedKernel& pk) {
     if (is_linear(pos)) {
       if (auto st = linear_stage(pk, pos, places)) {
         stats_.dnnl_primitives += 1;
-        stats_.epilogue_primitives += st->second - 1;
+        stats_.epilogue_primitives += st->second - 1 - st->first.views.size();
         stages.emplace_back(std::move(st->first));
         pos += st->second;
         continue;

@@ -34,6 +34,11 @@ class StageBuilder {
   std::optional<std::pair<LinearStage, std::size_t>> linear_stage(const PlannedKernel& pk,
                                                                   std::size_t pos,
                                                                   KernelPlaces& places);
+  // The kernel's last nodes from `from` when they only reshape `result` (Reshape, Flatten,
+  // Squeeze, Unsqueeze, Identity in a chain) into a kernel output the arena stores: their
+  // results in order, the last of which the linear stage then writes. Else none.
+  std::vector<std::string> trailing_views(const PlannedKernel& pk, std::size_t from,
+                                          const std::string& result) const;
   std::optional<LoopStage> loop_stage(const PlannedKernel& pk, std::size_t begin, std::size_t end,
                                       KernelPlaces& places);
   Stage single_node_stage(const Node& n, KernelPlaces& places);

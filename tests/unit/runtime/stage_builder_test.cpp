@@ -315,6 +315,40 @@ TEST(StageBuilder, ALoneTransposeIsOneDnnsReorder) {
   }
 }
 
+// A kernel that ends in reshapes of a MatMul's result (heads split after a projection):
+// the MatMul writes the last reshape's result itself, one stage and no copy. A kernel whose
+// reshaped value is also its output keeps the copy.
+TEST(StageBuilder, ReshapesEndingAMatMulKernelAreViewsOfItsResult) {
+  const Graph g = make_graph({{"x", {1, 8, 32}}},
+                             {{"w", pattern({32, 32})},
+                              {"b", pattern({32})},
+                              {"heads", runtime_test::i64({4}, {1, 8, 4, 8})},
+                              {"flat", runtime_test::i64({2}, {8, 32})}},
+                             {{"MatMul", {"x", "w"}, {"m"}},
+                              {"Add", {"m", "b"}, {"q"}},
+                              {"Reshape", {"q", "heads"}, {"h"}},
+                              {"Reshape", {"h", "flat"}, {"y"}}},
+                             {"y"});
+  const TensorMap feed = make_random_inputs(g, 3);
+  const TensorMap want = ReferenceInterpreter(g).run(feed);
+  {
+    const Plan plan = one_kernel_plan(g);
+    PlanExecutor executor(g, plan, {});
+    expect_matches(executor.run(feed), want);
+    EXPECT_EQ(executor.describe_kernel(0).find("fused loop"), std::string::npos)
+        << executor.describe_kernel(0);
+    EXPECT_EQ(executor.stats().epilogue_primitives, 1u);  // the bias; the reshapes are views
+  }
+  Graph both = g;
+  both.outputs = {"h", "y"};  // the first reshape is an output too: stored on its own
+  const TensorMap want_both = ReferenceInterpreter(both).run(feed);
+  const Plan plan = one_kernel_plan(both);
+  PlanExecutor executor(both, plan, {});
+  expect_matches(executor.run(feed), want_both);
+  EXPECT_NE(executor.describe_kernel(0).find("fused loop"), std::string::npos)
+      << executor.describe_kernel(0);
+}
+
 // NHWC <-> NCHW transposes on each side of a convolution (a vision transformer's tokens
 // turned into an image and back, passes/token_transposes.hpp), each its own kernel: the
 // transposes are oneDNN reorders into and out of the layout the convolution keeps, so the

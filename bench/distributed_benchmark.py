@@ -7,7 +7,14 @@ docs/mapping_format.md) and the run's report (`orchid run --mapping --json`, see
 docs/json_output.md). Writes bench/results/distributed.md and .csv (or --out DIR).
 
 Usage: python3 bench/distributed_benchmark.py [--models tiny_conv,mobilenet_v2]
-         [--ranks 1,2,4] [--batch 2] [--stream 4] [--repeats 3] [--quick] [--out DIR]
+         [--ranks 1,2,4] [--batches 2,1] [--stream 4] [--repeats 3] [--quick] [--out DIR]
+         [--merge CSV]
+--merge: the rows of an earlier run's distributed.csv (other models, say) join this
+run's in the tables; every row says when and at which commit it was measured. With
+--models '' nothing runs and the tables are written from those rows.
+--batches: samples per inference, each a set of rows. With 2 samples data parallelism
+gives every rank of 2 one; with 1 it has nothing to share, and only splitting layers
+(channels, heads, rows) can use a second rank: the case where a plan can beat it.
 --quick: tiny_conv on 1 and 2 ranks, one repeat, results to a temporary folder (a smoke
 test of the script, not a measurement). Standard library only; needs build/orchid built
 with MPI. Timings need a quiet machine: the load average is recorded with every run.
@@ -79,53 +86,81 @@ def run_plan(model, plan, ranks, batch, stream, repeats, predicted_ms):
             "stream_inferences_per_s": streamed["inferences_per_s"]}
 
 
+def read_rows(path):
+    """Rows of an earlier run's distributed.csv, with their numbers as numbers."""
+    ints = {"batch", "ranks", "groups", "rounds"}
+    floats = {"predicted_ms", "measured_ms", "max_abs_diff", "load", "max_rank_comm_ms",
+              "stream_inferences_per_s"}
+    rows = []
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            r.pop("error_pct", None)
+            for k in ints:
+                r[k] = int(r[k])
+            for k in floats:
+                r[k] = float(r[k])
+            r["cpu_share"] = float(r["cpu_share"]) if r["cpu_share"] not in ("", "None") else None
+            rows.append(r)
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--models",
                     default="tiny_conv,tiny_attention,mobilenet_v2,resnet50,bert_base,vit_b_16")
     ap.add_argument("--ranks", default="1,2,4")
-    ap.add_argument("--batch", type=int, default=2)
+    ap.add_argument("--batches", default="2,1")
     ap.add_argument("--stream", type=int, default=4)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--merge", default=None)
     args = ap.parse_args()
     if args.quick:
         args.models, args.ranks, args.repeats, args.stream = "tiny_conv", "1,2", 1, 2
+        args.batches = "2"
     work = Path(tempfile.mkdtemp(prefix="orchid_distributed_bench_"))
     res = Path(args.out) if args.out else (work if args.quick else ROOT / "bench" / "results")
     res.mkdir(parents=True, exist_ok=True)
     load_at_start = os.getloadavg()[0]
     rows = []
-    for model in args.models.split(","):
-        for ranks in map(int, args.ranks.split(",")):
-            plan = work / f"{model}_cpu{ranks}.json"
-            sh([str(ORCHID), "map", f"models/{model}.onnx", "--system",
-                f"configs/systems/cpu{ranks}.toml", "--batch", str(args.batch), "--quiet",
-                "--json", str(plan)])
-            j = json.loads(plan.read_text())
-            kinds = sorted({l["sharding"] for l in j["layers"]})
-            row = {"model": model, "ranks": ranks, "plan": "GA", "groups": len(j["groups"]),
-                   "shardings": " ".join(kinds), "predicted_ms": j["latency_s"] * 1e3}
-            row.update(run_plan(model, plan, ranks, args.batch, args.stream, args.repeats,
+    stamp = time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())
+    merged = read_rows(args.merge) if args.merge else []
+    # --models '' with --merge: no runs, the tables written again from the merged rows.
+    cases = [(b, m, k) for b in map(int, args.batches.split(",")) for m in args.models.split(",")
+             if m for k in map(int, args.ranks.split(","))]
+    for batch, model, ranks in cases:
+        plan = work / f"{model}_cpu{ranks}_b{batch}.json"
+        sh([str(ORCHID), "map", f"models/{model}.onnx", "--system",
+            f"configs/systems/cpu{ranks}.toml", "--batch", str(batch), "--quiet",
+            "--json", str(plan)])
+        j = json.loads(plan.read_text())
+        kinds = sorted({l["sharding"] for l in j["layers"]})
+        row = {"measured_at": stamp, "commit": commit(),
+               "model": model, "batch": batch, "ranks": ranks, "plan": "GA",
+               "groups": len(j["groups"]), "shardings": " ".join(kinds),
+               "predicted_ms": j["latency_s"] * 1e3}
+        row.update(run_plan(model, plan, ranks, batch, args.stream, args.repeats,
+                            row["predicted_ms"]))
+        rows.append(row)
+        dp = next((b for b in j["baselines"] if b["name"] == "data-parallel"), None)
+        if ranks > 1 and dp and dp.get("available"):
+            j["groups"] = [{"design": j["groups"][0]["design"], "devices": ranks,
+                            "first_device": 0}]
+            for l in j["layers"]:
+                l["group"], l["sharding"] = 0, "batch"
+            j["latency_s"] = dp["latency_s"]
+            dplan = work / f"{model}_cpu{ranks}_b{batch}_dp.json"
+            dplan.write_text(json.dumps(j))
+            row = {"measured_at": stamp, "commit": commit(),
+                   "model": model, "batch": batch, "ranks": ranks, "plan": "data-parallel",
+                   "groups": 1, "shardings": "batch", "predicted_ms": dp["latency_s"] * 1e3}
+            row.update(run_plan(model, dplan, ranks, batch, args.stream, args.repeats,
                                 row["predicted_ms"]))
             rows.append(row)
-            dp = next((b for b in j["baselines"] if b["name"] == "data-parallel"), None)
-            if ranks > 1 and dp and dp.get("available"):
-                j["groups"] = [{"design": j["groups"][0]["design"], "devices": ranks,
-                                "first_device": 0}]
-                for l in j["layers"]:
-                    l["group"], l["sharding"] = 0, "batch"
-                j["latency_s"] = dp["latency_s"]
-                dplan = work / f"{model}_cpu{ranks}_dp.json"
-                dplan.write_text(json.dumps(j))
-                row = {"model": model, "ranks": ranks, "plan": "data-parallel", "groups": 1,
-                       "shardings": "batch", "predicted_ms": dp["latency_s"] * 1e3}
-                row.update(run_plan(model, dplan, ranks, args.batch, args.stream, args.repeats,
-                                    row["predicted_ms"]))
-                rows.append(row)
-            for r in rows[-2:]:
-                print(r, flush=True)
+        for r in rows[-2:]:
+            print(r, flush=True)
+    rows = merged + rows
     with open(res / "distributed.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0].keys()) + ["error_pct"])
         w.writeheader()
@@ -135,16 +170,18 @@ def main():
     lines = [
         "# Distributed execution: predicted vs measured (generated by bench/distributed_benchmark.py)",
         "",
-        f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} at commit {commit()} on "
-        f"{machine()}.",
+        f"Measured on {machine()}: " + "; ".join(
+            f"{', '.join(dict.fromkeys(r['model'] for r in rows if (r['measured_at'], r['commit']) == when))}"
+            f" from {when[0]} at commit {when[1]}"
+            for when in dict.fromkeys((r["measured_at"], r["commit"]) for r in rows)) + ".",
         "",
-        f"Batch {args.batch}; measured = latency of one inference: per run (mpirun) the median "
+        f"Batch (samples per inference) {' and '.join(map(str, dict.fromkeys(r['batch'] for r in rows)))}; measured = latency of one inference: per run (mpirun) the median "
         f"of 'rounds' timed inferences after the runner's warm-up (at least 0.2 s of untimed "
         f"rounds), the lowest of {args.repeats} runs' medians (all runs' range in 'runs'); "
         f"'inf/s': throughput, the median round of a stream of {args.stream} inferences "
         f"pipelined through the groups; machine: {os.cpu_count()} cores "
-        f"(1-minute load average {load_at_start:.1f} at the start, {os.getloadavg()[0]:.1f} at "
-        "the end; 'load' is the load average at the end of each run; above the core count the "
+        + (f"(1-minute load average {load_at_start:.1f} at the start, {os.getloadavg()[0]:.1f} at "
+           "the end of this run; " if cases else "(") + "'load' is the load average at the end of each run; above the core count the "
         "timings say more about the other jobs than about the plans). More ranks than cores are "
         "oversubscribed. Every run's outputs were checked against the reference interpreter "
         "(--check, |d| <= 1e-4 + 1e-3 |ref|); 'bit-identical' compares with the reference "
@@ -155,11 +192,11 @@ def main():
         f"Error |measured / predicted - 1|: median {statistics.median(errors):.0f} %, "
         f"max {max(errors):.0f} %, within 15 %: {sum(e <= 15 for e in errors)} of {len(errors)}.",
         "",
-        "| model | ranks | plan | groups | shardings | predicted ms | measured ms | runs | rounds | error | inf/s | load | cpu share | comm ms | max abs diff | bit-identical |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| model | batch | ranks | plan | groups | shardings | predicted ms | measured ms | runs | rounds | error | inf/s | load | cpu share | comm ms | max abs diff | bit-identical |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        lines.append(f"| {r['model']} | {r['ranks']} | {r['plan']} | {r['groups']} | {r['shardings']} | "
+        lines.append(f"| {r['model']} | {r['batch']} | {r['ranks']} | {r['plan']} | {r['groups']} | {r['shardings']} | "
                      f"{r['predicted_ms']:.3f} | {r['measured_ms']:.3f} | {r['measured_spread_ms']} | {r['rounds']} | "
                      f"{(r['measured_ms'] / r['predicted_ms'] - 1) * 100:+.0f} % | "
                      f"{r['stream_inferences_per_s']:.1f} | {r['load']:.1f} | "
@@ -167,11 +204,11 @@ def main():
                      f"{r['max_abs_diff']:.3g} | {r['bit_identical']} |")
     # The GA plan against data parallelism: predicted and measured gain.
     lines += ["", "GA plan vs data parallelism (gain = 1 - GA / data-parallel):", "",
-              "| model | ranks | predicted gain | measured gain | same sign, at least half |",
-              "|---|---|---|---|---|"]
+              "| model | batch | ranks | predicted gain | measured gain | same sign, at least half |",
+              "|---|---|---|---|---|---|"]
     for ga in rows:
         dp = next((r for r in rows if r["plan"] == "data-parallel" and r["model"] == ga["model"]
-                   and r["ranks"] == ga["ranks"]), None)
+                   and r["ranks"] == ga["ranks"] and r["batch"] == ga["batch"]), None)
         if ga["plan"] != "GA" or dp is None:
             continue
         pg = 1 - ga["predicted_ms"] / dp["predicted_ms"]
@@ -179,7 +216,7 @@ def main():
         # A predicted gain under 1 % is no gain (the plans differ by less than the noise).
         ok = ("no gain predicted" if abs(pg) < 0.01
               else "yes" if pg * mg > 0 and abs(mg) >= abs(pg) / 2 else "no")
-        lines.append(f"| {ga['model']} | {ga['ranks']} | {pg * 100:+.1f} % | {mg * 100:+.1f} % | {ok} |")
+        lines.append(f"| {ga['model']} | {ga['batch']} | {ga['ranks']} | {pg * 100:+.1f} % | {mg * 100:+.1f} % | {ok} |")
     (res / "distributed.md").write_text("\n".join(lines) + "\n")
     print(f"wrote {res / 'distributed.md'}")
 

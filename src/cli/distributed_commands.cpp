@@ -55,7 +55,9 @@ void calibrate_net(const CalibrateNetOptions& o) {
   line("all-gather", f.allgather);
   line("reduce-scatter", f.reduce_scatter);
   fmt::print("runner step     {:9.2f} us per layer\n", f.runner_step_us);
-  fmt::print("runner split    {:9.3f} GB/s for a split layer's messages\n", f.runner_gbs);
+  fmt::print(
+      "runner split    {:9.3f} GB/s for a split layer's messages, {:.2f} us fixed per layer\n",
+      f.runner_gbs, f.runner_split_us);
   fmt::print("wrote          {}\n", o.system);
 #else
   fail(

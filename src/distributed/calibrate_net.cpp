@@ -139,21 +139,29 @@ double runner_step_seconds() {
   return step;
 }
 
-// What a split layer's messages take in the runner, as bytes per second: a chain of
-// layers over 1 MB activations (x[1024, 256]) split by rows, one sample, so the leader
-// scatters each layer's row blocks and gathers the results. The time is everything the
-// leader spends on them (packing blocks, MPI, joining the results into fresh tensors,
-// waiting for the members), less the fitted point-to-point latency of its 2 (p - 1)
-// messages; the bytes are the (p - 1) / p of input and result that leave or reach it, as
-// the evaluator counts them (mapping/cpu_cluster_cost.hpp). On a 2-core Intel Xeon VM this
-// gave 2.6 GB/s where the point-to-point fit between hot buffers says 21. Collective.
-double runner_transfer_gbs(double latency_s) {
+// What a split layer's messages take in the runner: chains of layers split by rows, one
+// sample, so the leader scatters each layer's row blocks and gathers the results, over
+// activations of 16 KB to 4 MB (x[R, 256]). Per size, everything the leader spends on a
+// layer's messages (packing blocks, MPI, joining the results into fresh tensors, waiting
+// for the members), against the bytes the evaluator counts: the (p - 1) / p of input and
+// result that leave or reach it (mapping/cpu_cluster_cost.hpp). A relative least-squares
+// line through them: its slope is the runner's rate, its intercept less the fitted
+// point-to-point latency of the 2 (p - 1) messages the runner's fixed time per split
+// layer. On a 2-core Intel Xeon VM the rate from 1 MB alone was 2.6 GB/s where the
+// point-to-point fit between hot buffers says 21, and a 1.6 MB gather inside ResNet-50
+// took 1.06 ms where that rate said 0.62. Collective.
+struct RunnerSplitFit {
+  double gbs = 0, split_us = 0;
+};
+RunnerSplitFit runner_split_fit(double latency_s) {
   const WorldInfo world = mpi_world();
-  constexpr std::int64_t kRows = 1024, kWidth = 256;
-  const DistributedRun run =
-      run_probe(probe_graph(8, kRows, kWidth), mapping::Strategy::Spatial, 1);
-  double gbs = 0;
-  if (world.rank == 0) {
+  constexpr std::int64_t kWidth = 256;
+  const int p = world.size;
+  std::vector<Sample> samples;
+  for (std::int64_t rows : {16, 256, 1024, 4096}) {
+    const DistributedRun run =
+        run_probe(probe_graph(8, rows, kWidth), mapping::Strategy::Spatial, 1);
+    if (world.rank != 0) continue;
     std::map<std::pair<int, int>, double> moving;  // (inference, layer): leader's seconds
     for (const TimedEvent& e : run.events) {
       if (e.rank == 0 && (e.kind == "scatter" || e.kind == "gather")) {
@@ -162,13 +170,18 @@ double runner_transfer_gbs(double latency_s) {
     }
     std::vector<double> per_layer;
     for (const auto& [key, seconds] : moving) per_layer.push_back(seconds);
-    const int p = world.size;
-    const double bytes = 2.0 * kRows * kWidth * 4 * (p - 1) / p;
-    const double seconds = std::max(1e-9, median_of(per_layer) - 2.0 * (p - 1) * latency_s);
-    gbs = bytes / seconds / 1e9;
+    samples.push_back({2.0 * static_cast<double>(rows * kWidth) * 4 * (p - 1) / p,
+                       std::max(1e-9, median_of(per_layer))});
   }
-  check(MPI_Bcast(&gbs, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD), "MPI_Bcast");
-  return gbs;
+  RunnerSplitFit fit;
+  if (world.rank == 0) {
+    const AlphaBeta line = fit_alpha_beta(samples, "calibrate-net runner split messages");
+    fit.gbs = line.gbs;
+    fit.split_us = std::max(0.0, line.latency_us - 2.0 * (p - 1) * latency_s * 1e6);
+  }
+  check(MPI_Bcast(&fit.gbs, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  check(MPI_Bcast(&fit.split_us, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  return fit;
 }
 
 }  // namespace
@@ -226,7 +239,9 @@ NetworkFigures calibrate_network(const CalibrateOptions& opt) {
   f.allgather = fit_alpha_beta(allgather, "calibrate-net all-gather");
   f.reduce_scatter = fit_alpha_beta(reduce_scatter, "calibrate-net reduce-scatter");
   f.runner_step_us = runner_step_seconds() * 1e6;
-  f.runner_gbs = runner_transfer_gbs(f.p2p.latency_us * 1e-6);
+  const RunnerSplitFit split = runner_split_fit(f.p2p.latency_us * 1e-6);
+  f.runner_gbs = split.gbs;
+  f.runner_split_us = split.split_us;
   return f;
 }
 

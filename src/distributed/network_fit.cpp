@@ -80,6 +80,7 @@ std::string with_network_figures(const std::string& text, const std::string& pat
   if (fig.runner_step_us >= 0) {
     toml::table runner{{"step_us", fig.runner_step_us}};
     if (fig.runner_gbs > 0) runner.insert("gbs", fig.runner_gbs);
+    if (fig.runner_split_us >= 0) runner.insert("split_us", fig.runner_split_us);
     net.insert("runner", std::move(runner));
   }
   root.insert_or_assign("network", std::move(net));

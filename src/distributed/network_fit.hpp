@@ -39,11 +39,14 @@ struct NetworkFigures {
   // What a split layer's messages take in the plan runner (blocks packed, sent, joined
   // into fresh tensors), as 1e9 bytes per second; 0: not measured.
   double runner_gbs = 0;
+  // The runner's fixed time per split layer and sample beyond the messages' latencies
+  // (posting, waiting, joining the blocks, whatever their size); -1: not measured.
+  double runner_split_us = -1;
 };
 
 // The system file `text` with [bandwidth] intra/inter_group_gbs and host_gbs set from the
 // point-to-point fit and a [network] table of every fit and the runner's figures
-// ([network.runner] step_us and gbs, when measured) (replaced if present). Other
+// ([network.runner] step_us, gbs and split_us, when measured) (replaced if present). Other
 // keys are kept; of the comments only the file's leading block survives.
 std::string with_network_figures(const std::string& text, const std::string& path,
                                  const NetworkFigures& figures);

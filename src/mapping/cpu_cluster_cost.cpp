@@ -48,10 +48,10 @@ double cpu_layer_comm_seconds(const Layer& layer, Strategy s, int p, const CpuNe
     case Strategy::Batch:
       return cpu_batch_comm_seconds(layer, p, net, true, true);
     case Strategy::OutChannel:
-      return batch * (rounds(p) * message(in, net) + (p - 1) * message(out / p, net));
+      return batch * (net.split_s + rounds(p) * message(in, net) + (p - 1) * message(out / p, net));
     case Strategy::InChannelAllReduce:
     case Strategy::InChannelReduceScatter:
-      return batch * ((p - 1) * message(in / p, net) + rounds(p) * message(out, net));
+      return batch * (net.split_s + (p - 1) * message(in / p, net) + rounds(p) * message(out, net));
     case Strategy::Spatial:
       return cpu_spatial_comm_seconds(layer, p, net, true, true);
     default:
@@ -94,7 +94,7 @@ double cpu_spatial_comm_seconds(const Layer& layer, int p, const CpuNetwork& net
   // neighbours, all members at once.
   const double input =
       scatter ? (p - 1) * message(in / p + halo, net) : (halo > 0 ? 2 * message(halo / 2, net) : 0);
-  return batch * (input + (gather ? (p - 1) * message(out / p, net) : 0));
+  return batch * (net.split_s + input + (gather ? (p - 1) * message(out / p, net) : 0));
 }
 
 double cpu_oversubscription(int busy_threads, const CpuNetwork& net) {

@@ -31,6 +31,10 @@ struct CpuNetwork {
   // The plan runner's own time per layer a rank runs, beside the layer's computation
   // ([network.runner] step_us from `orchid calibrate-net`; 0 without it).
   double step_s = 0;
+  // Its fixed time per split layer (channels or rows) and sample beyond the messages'
+  // latencies ([network.runner] split_us; 0 without it): what makes splitting a layer of
+  // microseconds a loss.
+  double split_s = 0;
 };
 
 // Whether the runner splits `layer` by `s` over p > 1 ranks (batch: always).

@@ -240,7 +240,7 @@ CpuNetwork cpu_network(const toml::table& root, const toml::table& cpu, double g
   if (const toml::node* runner = root["network"].as_table()->get("runner")) {
     if (!runner->is_table()) fail("{}: [network.runner] must be a table", path);
     const toml::table& t = *runner->as_table();
-    reject_unknown_keys(t, {"step_us", "gbs"}, path, "[network.runner]");
+    reject_unknown_keys(t, {"step_us", "gbs", "split_us"}, path, "[network.runner]");
     // The runner's own rate for a split layer's messages, when measured, prices them.
     if (t.get("gbs") != nullptr) net.gbs = positive(t, "gbs", path, "[network.runner]");
     const double step_us = number(t, "step_us", path, "[network.runner]", true);
@@ -248,6 +248,13 @@ CpuNetwork cpu_network(const toml::table& root, const toml::table& cpu, double g
       fail("{}: [network.runner]: key 'step_us' must lie in [0, {}]", path, kMaxFigure);
     }
     net.step_s = step_us * 1e-6;
+    if (t.get("split_us") != nullptr) {
+      const double split_us = number(t, "split_us", path, "[network.runner]", true);
+      if (!(split_us >= 0 && split_us <= kMaxFigure)) {
+        fail("{}: [network.runner]: key 'split_us' must lie in [0, {}]", path, kMaxFigure);
+      }
+      net.split_s = split_us * 1e-6;
+    }
   }
   return net;
 }

@@ -8,6 +8,7 @@
 #include "distributed/network_fit.hpp"
 #include "distributed/tensor_slices.hpp"
 #include "error_message.hpp"
+#include "mapping/cpu_cluster_cost.hpp"
 #include "mapping/evaluator.hpp"
 #include "mapping/system.hpp"
 
@@ -90,6 +91,46 @@ TEST(DistributedNetworkFit, RunnerStepIsChargedPerLayer) {
   std::string bad = with;
   bad.replace(bad.find("step_us = 0.25"), 14, "step_us = -1.0");
   EXPECT_NE(error_of([&] { mapping::parse_system(bad, at); }).find("'step_us'"), std::string::npos)
+      << error_of([&] { mapping::parse_system(bad, at); });
+}
+
+// The runner's fixed time per split layer is read back and charged once per sample to
+// every layer split by channels or rows, never to whole or batch layers; a negative one
+// is refused by key.
+TEST(DistributedNetworkFit, RunnerSplitTimeIsChargedPerSplitLayerAndSample) {
+  NetworkFigures f = two_rank_figures();
+  f.runner_step_us = 0.25;
+  f.runner_gbs = 1.5;
+  const std::string text = "name = \"c\"\n\n[devices.cpu]\nranks = 2\nthreads = 1\n";
+  const std::string at = std::string(ORCHID_SOURCE_DIR) + "/configs/systems/c.toml";
+  const mapping::System a = mapping::parse_system(with_network_figures(text, "c.toml", f), at);
+  f.runner_split_us = 3;
+  const std::string with = with_network_figures(text, "c.toml", f);
+  const mapping::System b = mapping::parse_system(with, at);
+  EXPECT_DOUBLE_EQ(a.cpu_network.split_s, 0);
+  EXPECT_DOUBLE_EQ(b.cpu_network.split_s, 3e-6);
+  mapping::Layer l;
+  l.name = "fc";
+  l.kind = mapping::LayerKind::Fc;
+  l.m = l.n = 64;
+  l.k = 8;
+  l.batch = 2;
+  using mapping::Strategy;
+  for (Strategy s : {Strategy::OutChannel, Strategy::InChannelAllReduce, Strategy::Spatial}) {
+    EXPECT_NEAR(mapping::cpu_layer_comm_seconds(l, s, 2, b.cpu_network) -
+                    mapping::cpu_layer_comm_seconds(l, s, 2, a.cpu_network),
+                2 * 3e-6, 1e-15)
+        << mapping::strategy_name(s);
+  }
+  for (auto [s, p] : {std::pair{Strategy::Batch, 2}, std::pair{Strategy::None, 2},
+                      std::pair{Strategy::OutChannel, 1}}) {
+    EXPECT_DOUBLE_EQ(mapping::cpu_layer_comm_seconds(l, s, p, b.cpu_network),
+                     mapping::cpu_layer_comm_seconds(l, s, p, a.cpu_network))
+        << mapping::strategy_name(s) << " on " << p;
+  }
+  std::string bad = with;
+  bad.replace(bad.find("split_us = 3"), 12, "split_us = -3");
+  EXPECT_NE(error_of([&] { mapping::parse_system(bad, at); }).find("'split_us'"), std::string::npos)
       << error_of([&] { mapping::parse_system(bad, at); });
 }
 

@@ -359,7 +359,8 @@ TEST(DistributedCalibrate, WritesFitsAndTheRunnerStepTheLoaderReads) {
   std::ifstream in(system);
   std::stringstream text;
   text << in.rdbuf();
-  for (const char* table : {"[network.p2p]", "[network.allreduce]", "[network.runner]", "gbs"}) {
+  for (const char* table :
+       {"[network.p2p]", "[network.allreduce]", "[network.runner]", "gbs", "split_us"}) {
     EXPECT_NE(text.str().find(table), std::string::npos) << table << "\n" << text.str();
   }
   const Result map = sh(kOrchid + " map " + kModels + "/tiny_conv.onnx --system " +

@@ -112,4 +112,11 @@ struct OpTraits {
 // The traits of `op_type` (defaults for an unknown op).
 const OpTraits& op_traits(const std::string& op_type);
 
+// Whether the op's output holds its first input's elements in the same order (Reshape,
+// Flatten, Squeeze, Unsqueeze, Identity): the same bytes in another shape.
+inline bool keeps_flat_order(const std::string& op_type) {
+  return op_type == "Reshape" || op_type == "Flatten" || op_type == "Squeeze" ||
+         op_type == "Unsqueeze" || op_type == "Identity";
+}
+
 }  // namespace orchid

@@ -260,12 +260,6 @@ Graph nodes_subgraph(const Graph& model, const std::string& name,
 Graph layer_program(const Graph& model, const Layer& layer) {
   if (layer.nodes.empty()) return {};
   std::set<std::size_t> own(layer.nodes.begin(), layer.nodes.end());
-  std::set<std::string> produced;
-  for (std::size_t n : layer.nodes) {
-    for (const auto& o : model.nodes.at(n).outputs) {
-      if (!o.empty()) produced.insert(o);
-    }
-  }
   std::set<std::string> read_elsewhere(model.outputs.begin(), model.outputs.end());
   for (std::size_t n = 0; n < model.nodes.size(); ++n) {
     if (own.count(n)) continue;
@@ -273,8 +267,8 @@ Graph layer_program(const Graph& model, const Layer& layer) {
   }
   std::vector<std::string> outputs;
   for (std::size_t n : layer.nodes) {
-    for (const auto& o : model.nodes[n].outputs) {
-      if (produced.count(o) && read_elsewhere.count(o)) outputs.push_back(o);
+    for (const auto& o : model.nodes.at(n).outputs) {
+      if (!o.empty() && read_elsewhere.count(o)) outputs.push_back(o);
     }
   }
   if (outputs.empty()) return {};

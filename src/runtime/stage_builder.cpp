@@ -78,11 +78,8 @@ std::vector<std::string> StageBuilder::trailing_views(const PlannedKernel& pk, s
   std::string value = result;
   for (std::size_t i = from; i < pk.nodes.size(); ++i) {
     const Node& n = graph_.nodes[pk.nodes[i]];
-    const bool keeps_order = n.op_type == "Reshape" || n.op_type == "Flatten" ||
-                             n.op_type == "Squeeze" || n.op_type == "Unsqueeze" ||
-                             n.op_type == "Identity";
-    if (!keeps_order || n.inputs.empty() || n.inputs[0] != value || n.outputs.size() != 1 ||
-        is_output(value) || readers_from(graph_, pk, 0, value) != 1) {
+    if (!keeps_flat_order(n.op_type) || n.inputs.empty() || n.inputs[0] != value ||
+        n.outputs.size() != 1 || is_output(value) || readers_from(graph_, pk, 0, value) != 1) {
       return {};
     }
     for (std::size_t k = 1; k < n.inputs.size(); ++k) {

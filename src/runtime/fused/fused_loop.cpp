@@ -494,15 +494,11 @@ class Compiler {
         }
       }
     }
-    auto keeps_order = [](const Node& n) {
-      return n.op_type == "Reshape" || n.op_type == "Flatten" || n.op_type == "Squeeze" ||
-             n.op_type == "Unsqueeze" || n.op_type == "Identity";
-    };
     for (bool grew = true; grew;) {
       grew = false;
       for (std::size_t idx : nodes_) {
         const Node& n = g_.nodes[idx];
-        if (!keeps_order(n) || !n.has_input(0)) continue;
+        if (!keeps_flat_order(n.op_type) || !n.has_input(0)) continue;
         const std::string &x = n.inputs[0], &y = n.outputs[0];
         if (in_order.count(x) != in_order.count(y)) {
           in_order.insert(x);

@@ -131,11 +131,21 @@ Orchestration orchestrate_with_costs(const Graph& model, const CostModel& costs,
                                      const OrchestrateOptions& orchestrate_options, bool in_context,
                                      InContextReport* report) {
   if (!in_context) return orchestrate(model, costs, orchestrate_options);
+  return orchestrate_with_costs(fission(model, fission_options(orchestrate_options)), costs,
+                                options, orchestrate_options, in_context, report);
+}
+
+Orchestration orchestrate_with_costs(FissionResult primitives, const CostModel& costs,
+                                     const CostCliOptions& options,
+                                     const OrchestrateOptions& orchestrate_options, bool in_context,
+                                     InContextReport* report, PackedWeights* packing) {
+  if (!in_context) return orchestrate(std::move(primitives), costs, orchestrate_options);
   const InContextCostModel refined(costs, "cpu", in_context_db_path(options.profile_db));
   InContextOptions o;
   o.max_rounds = options.context_rounds;
   o.progress = true;
-  return orchestrate_in_context(model, refined, orchestrate_options, o, report);
+  o.packing = packing;
+  return orchestrate_in_context(std::move(primitives), refined, orchestrate_options, o, report);
 }
 
 void report_measured_costs(const CostModel& model, const CostCliOptions& options,

@@ -36,6 +36,13 @@ Orchestration orchestrate_with_costs(const Graph& model, const CostModel& costs,
                                      const CostCliOptions& options,
                                      const OrchestrateOptions& orchestrate_options, bool in_context,
                                      InContextReport* report = nullptr);
+// The same from a fission done before; the in-context rounds' executors share `packing`
+// (InContextOptions::packing).
+Orchestration orchestrate_with_costs(FissionResult primitives, const CostModel& costs,
+                                     const CostCliOptions& options,
+                                     const OrchestrateOptions& orchestrate_options, bool in_context,
+                                     InContextReport* report = nullptr,
+                                     PackedWeights* packing = nullptr);
 
 // Prints the measured-cost report (counts, wall time, rank correlation before and after
 // calibration, fitted parameters) if `model` is measured; writes --calibrate-out.

@@ -193,9 +193,10 @@ std::string describe_selection(const PlanSelection& s) {
 // same key), the fastest returned; its warm executor, when timed now, in `executor`.
 const Plan* select_plan(const RunOptions& options, const Graph& g, const Orchestration& o,
                         const std::vector<const Plan*>& candidates, const TensorMap& feed,
-                        std::string& text, nlohmann::json& report,
+                        PackedWeights& packing, std::string& text, nlohmann::json& report,
                         std::unique_ptr<PlanExecutor>& executor) {
   PlanChoiceOptions co;
+  co.packing = &packing;
   co.budget_seconds = options.select_seconds;
   co.k_best = options.k_best;
   co.costs = options.cost.profile ? "measured " + options.cost.profile_db : "analytic";
@@ -336,6 +337,9 @@ void run(const RunOptions& options) {
     // stays in place so that the selection's warm executor of it can run on.
     ExecutablePlan executable;
     std::unique_ptr<Orchestration> orchestration;
+    // The default command's weights, packed once for the in-context rounds, the
+    // selection and the run (packed_weights.hpp); it outlives their executors.
+    PackedWeights packing;
     std::unique_ptr<PlanExecutor> selected_executor;
     const Plan* plan_run = nullptr;
     FissionResult* fission_run = nullptr;
@@ -381,10 +385,18 @@ void run(const RunOptions& options) {
       const bool in_context =
           !gpu && (options.cost.profile || select) && options.cost.context_rounds > 0;
       InContextReport in_context_report;
-      orchestration = std::make_unique<Orchestration>(orchestrate_with_costs(
-          plan_graph, *cost_model, cost, orchestrate_options, in_context, &in_context_report));
-      Orchestration& o = *orchestration;
+      // Fission first: from then on only the primitive graph's values are read, so the
+      // model's graphs drop theirs before any executor packs a copy.
+      FissionResult primitives = fission(plan_graph, fission_options(orchestrate_options));
       drop_model_weights();
+      // The executors drop the originals of weights they read only packed, unless
+      // measured costs are asked for (their kernel timings read the plain weights).
+      const bool hold_weights = !gpu && !options.cost.profile;
+      orchestration = std::make_unique<Orchestration>(orchestrate_with_costs(
+          std::move(primitives), *cost_model, cost, orchestrate_options, in_context,
+          &in_context_report, hold_weights ? &packing : nullptr));
+      Orchestration& o = *orchestration;
+      if (hold_weights) packing.hold_weights_of(&o.fission.graph);
       report_measured_costs(*cost_model, cost, options.model.model);
       const double orchestrate_seconds =
           in_context ? in_context_report.seconds : o.stats.total_seconds;
@@ -417,8 +429,8 @@ void run(const RunOptions& options) {
           &plan_of_kind(o, options.plan_kind == "fastest" ? "optimal" : options.plan_kind);
       if (select) {
         const std::vector<const Plan*> candidates = plan_candidates(o);
-        chosen = select_plan(options, plan_graph, o, candidates, plan_feed, orchestration_report,
-                             report, selected_executor);
+        chosen = select_plan(options, plan_graph, o, candidates, plan_feed, packing,
+                             orchestration_report, report, selected_executor);
       }
       plan_run = chosen;
       fission_run = &o.fission;
@@ -467,6 +479,7 @@ void run(const RunOptions& options) {
       } else {
         PlanExecutorOptions executor_options;
         executor_options.release_weight = release_weight;
+        executor_options.packing = &packing;
         selected_executor =
             std::make_unique<PlanExecutor>(primitives, plan, alternatives, executor_options);
         selected_executor->execute(plan_feed);  // warm-up

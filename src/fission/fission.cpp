@@ -133,6 +133,7 @@ FissionResult fission(const Graph& model, const FissionOptions& options) {
   using namespace fission_detail;
   model.require_static_shapes("operator fission (kernel orchestration, the plan executor)");
   FissionResult result;
+  result.model_nodes = model.nodes.size();
   Graph& g = result.graph;
   g.name = model.name;
   g.opset = model.opset;

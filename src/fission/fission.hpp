@@ -29,6 +29,7 @@ struct FissionResult {
   std::map<std::string, std::string> alternatives;
   // What the caller should tell the user (e.g. a QDQ Conv that stays in fp32, and why).
   std::vector<std::string> notes;
+  std::size_t model_nodes = 0;  // nodes of the model it came from
 };
 
 // `model` must be typed and valid (load_model's result). Ops without a rule that are

@@ -227,15 +227,29 @@ std::vector<Plan> rank_plans(const PrimitiveGraphIndex& index,
 
 }  // namespace
 
+FissionOptions fission_options(const OrchestrateOptions& options) {
+  FissionOptions o;
+  o.softmax_matmul_alternative = options.softmax_matmul_alternative;
+  o.int8_linear = options.int8_linear;
+  return o;
+}
+
 Orchestration orchestrate(const Graph& model, const CostModel& cost_model,
+                          const OrchestrateOptions& options) {
+  const auto start = Clock::now();
+  FissionResult primitives = fission(model, fission_options(options));
+  const double fission_seconds = seconds_since(start);
+  Orchestration out = orchestrate(std::move(primitives), cost_model, options);
+  out.stats.total_seconds += fission_seconds;
+  return out;
+}
+
+Orchestration orchestrate(FissionResult primitives, const CostModel& cost_model,
                           const OrchestrateOptions& options) {
   const auto start = Clock::now();
   Orchestration out;
   out.device = cost_model.describe();
-  FissionOptions fission_options;
-  fission_options.softmax_matmul_alternative = options.softmax_matmul_alternative;
-  fission_options.int8_linear = options.int8_linear;
-  out.fission = fission(model, fission_options);
+  out.fission = std::move(primitives);
   Graph& g = out.fission.graph;
   {
     // Primitives that neither an output nor an alternative needs (e.g. the Y_h of a
@@ -256,7 +270,7 @@ Orchestration orchestrate(const Graph& model, const CostModel& cost_model,
   const PrimitiveGraphIndex index(g, exported);
 
   OrchestrationStats& st = out.stats;
-  st.model_nodes = model.nodes.size();
+  st.model_nodes = out.fission.model_nodes;
   st.alternative_primitives = alt_nodes.size();
   st.primitives = g.nodes.size() - alt_nodes.size();
 

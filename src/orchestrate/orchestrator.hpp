@@ -62,5 +62,11 @@ struct Orchestration {
 
 Orchestration orchestrate(const Graph& model, const CostModel& cost_model,
                           const OrchestrateOptions& options = {});
+// The same from a fission done before (fission(model, fission_options(options))): the
+// primitive graph is taken over, not copied, so a caller can drop the model's weights
+// once it exists. Orchestrating a result's `fission` again keeps its node order.
+Orchestration orchestrate(FissionResult primitives, const CostModel& cost_model,
+                          const OrchestrateOptions& options = {});
+FissionOptions fission_options(const OrchestrateOptions& options);
 
 }  // namespace orchid

@@ -88,7 +88,7 @@ struct KernelRuns {
 // spread wider than ProfileEntry::kMaxSpread take a tenth of the plan's time or more, the plan
 // runs again (twice as long, up to options.wide_retries times); each kernel keeps its
 // tightest attempt.
-std::size_t time_plan(const Orchestration& o, const Plan& plan, const PrimitiveGraphIndex& index,
+std::size_t time_plan(Orchestration& o, const Plan& plan, const PrimitiveGraphIndex& index,
                       const TensorMap& inputs, const InContextCostModel& costs,
                       const InContextOptions& options) {
   std::vector<KernelView> views;
@@ -98,7 +98,12 @@ std::size_t time_plan(const Orchestration& o, const Plan& plan, const PrimitiveG
     if (!costs.timed_in_context(views.back())) wanted.push_back(k);
   }
   if (wanted.empty()) return 0;
-  PlanExecutor executor(o.fission.graph, plan, o.fission.alternatives);
+  PlanExecutorOptions shared;
+  if (options.packing) {
+    options.packing->hold_weights_of(&o.fission.graph);  // where the graph is now
+    shared.packing = options.packing;
+  }
+  PlanExecutor executor(o.fission.graph, plan, o.fission.alternatives, shared);
   executor.execute(inputs);  // warm-up: page faults, oneDNN JIT
   std::vector<KernelRuns> best(plan.kernels.size());
   double budget_s = options.seconds_per_plan;
@@ -292,6 +297,13 @@ std::string in_context_db_path(const std::string& profile_db) {
 Orchestration orchestrate_in_context(const Graph& model, const InContextCostModel& costs,
                                      const OrchestrateOptions& options,
                                      const InContextOptions& in_context, InContextReport* report) {
+  return orchestrate_in_context(fission(model, fission_options(options)), costs, options,
+                                in_context, report);
+}
+
+Orchestration orchestrate_in_context(FissionResult primitives, const InContextCostModel& costs,
+                                     const OrchestrateOptions& options,
+                                     const InContextOptions& in_context, InContextReport* report) {
   const auto start = Clock::now();
   InContextReport local;
   InContextReport& r = report ? *report : local;
@@ -301,20 +313,24 @@ Orchestration orchestrate_in_context(const Graph& model, const InContextCostMode
     r.seconds = seconds_since(start);
     return o;
   };
-  const TensorMap inputs = make_random_inputs(model, in_context.seed);
+  const TensorMap inputs = make_random_inputs(primitives.graph, in_context.seed);
   // The rounds need only the optimum; the k best plans are ranked once, at the end, under
-  // the final costs (the same optimum: the costs do not change in between).
+  // the final costs (the same optimum: the costs do not change in between). Fission is
+  // done once: each orchestration takes over the primitive graph of the one before.
   OrchestrateOptions optimum_only = options;
   optimum_only.k_best = 1;
+  Orchestration o = orchestrate(std::move(primitives), costs, optimum_only);
   for (int round = 0;; ++round) {
-    Orchestration o = orchestrate(model, costs, optimum_only);
+    if (round > 0) o = orchestrate(std::move(o.fission), costs, optimum_only);
     std::set<std::string> exported;
     for (const auto& [alt, target] : o.fission.alternatives) exported.insert(alt);
     const PrimitiveGraphIndex index(o.fission.graph, exported);
     const std::vector<const Plan*> plans = plans_to_time(o, index, costs, round == 0);
     r.settled = plans.empty() || plans.front() != &o.optimal;
-    if (r.settled)
-      return finish(options.k_best <= 1 ? std::move(o) : orchestrate(model, costs, options));
+    if (r.settled) {
+      return finish(options.k_best <= 1 ? std::move(o)
+                                        : orchestrate(std::move(o.fission), costs, options));
+    }
     // The limits, or an earlier run that stopped at this very optimum (so that the same
     // databases give the same plan): orchestrate over the kernels timed in context.
     const std::uint64_t key = plan_key(o.optimal, index, costs.device());
@@ -325,10 +341,15 @@ Orchestration orchestrate_in_context(const Graph& model, const InContextCostMode
       if (!r.stopped_earlier) costs.give_up(key, o.optimal.total_us, r.rounds);
       r.unverified_optimum_us = o.optimal.total_us;
       costs.prefer_timed_kernels(true);
-      Orchestration timed = orchestrate(model, costs, options);
+      Orchestration timed = orchestrate(std::move(o.fission), costs, options);
       costs.prefer_timed_kernels(false);
       costs.save();
-      if (!verified(timed.optimal, index, costs)) return finish(std::move(o));
+      const PrimitiveGraphIndex timed_index(timed.fission.graph, exported);
+      if (!verified(timed.optimal, timed_index, costs)) {
+        // The same graph, node for node (orchestrating again keeps the order).
+        o.fission = std::move(timed.fission);
+        return finish(std::move(o));
+      }
       r.timed_only = true;
       // Ranked plans that had to use untimed kernels carry the penalty: not candidates.
       std::erase_if(timed.ranked, [](const Plan& p) { return p.total_us >= kUntimedPenaltyUs; });

@@ -33,6 +33,7 @@
 #include "cost/cost_model.hpp"
 #include "orchestrate/orchestrator.hpp"
 #include "profile/profile_db.hpp"
+#include "runtime/packed_weights.hpp"
 
 namespace orchid {
 
@@ -109,6 +110,10 @@ struct InContextOptions {
                                   // above ProfileEntry::kMaxSpread)
   std::uint64_t seed = 0;         // random inputs (eval/random_inputs.hpp)
   bool progress = false;          // a line on stderr per round
+  // Shared by the executors that time plans; one that holds the weights of the fission
+  // graph (packed_weights.hpp) drops the originals they read only packed. The caller
+  // calls its hold_weights_of() again where it keeps the orchestration returned.
+  PackedWeights* packing = nullptr;
 };
 
 struct InContextReport {
@@ -130,6 +135,13 @@ struct InContextReport {
 // Orchestrates `model` as orchestrate() does, refining `costs` as above; returns the last
 // orchestration (its plans costed by the refined times).
 Orchestration orchestrate_in_context(const Graph& model, const InContextCostModel& costs,
+                                     const OrchestrateOptions& options,
+                                     const InContextOptions& in_context = {},
+                                     InContextReport* report = nullptr);
+
+// The same from a fission done before (fission_options(options)), which the
+// orchestrations take over: the caller may drop the model's weights once it exists.
+Orchestration orchestrate_in_context(FissionResult primitives, const InContextCostModel& costs,
                                      const OrchestrateOptions& options,
                                      const InContextOptions& in_context = {},
                                      InContextReport* report = nullptr);

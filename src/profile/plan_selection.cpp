@@ -61,9 +61,11 @@ PlanSelection select_fastest_plan(const Graph& graph,
   bytes += 2 * plans.front()->weight_bytes;  // originals and one packed copy, shared
   out.interleaved = plans.size() == 1 || bytes <= options.interleave_bytes;
   std::vector<std::unique_ptr<PlanExecutor>> executors(plans.size());
-  PackedWeights packing;  // the candidates pack each weight once between them
+  // The candidates pack each weight once between them; the fastest executor, returned,
+  // keeps the copies it uses.
+  PackedWeights own_packing;
   PlanExecutorOptions shared;
-  shared.packing = &packing;
+  shared.packing = options.packing ? options.packing : &own_packing;
   // They run in turns: one arena and pools, of the largest one's size, serve them all.
   shared.memory = std::make_shared<SharedExecutorMemory>();
   if (out.interleaved) {
@@ -83,9 +85,8 @@ PlanSelection select_fastest_plan(const Graph& graph,
       ++out.rounds;
     }
   } else {
-    const PlanSelectionOptions each{options.budget_seconds / static_cast<double>(plans.size()),
-                                    options.min_rounds, options.max_rounds,
-                                    options.interleave_bytes};
+    PlanSelectionOptions each = options;
+    each.budget_seconds = options.budget_seconds / static_cast<double>(plans.size());
     std::size_t best = 0;  // the fastest so far keeps its executor (two alive at most)
     for (std::size_t k = 0; k < plans.size(); ++k) {
       auto executor = std::make_unique<PlanExecutor>(graph, *plans[k], alternatives, shared);

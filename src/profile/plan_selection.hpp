@@ -28,6 +28,10 @@ struct PlanSelectionOptions {
   int min_rounds = 3;         // at least this many runs of each, whatever the budget
   int max_rounds = 30;
   std::int64_t interleave_bytes = std::int64_t{2} << 30;  // executors alive at once
+  // The candidates' packing, shared with the caller's executors of the same graph (the
+  // default command's: one that holds the graph's weights, packed_weights.hpp); it must
+  // outlive the fastest executor. Null: one of their own.
+  PackedWeights* packing = nullptr;
 };
 
 struct PlanTrial {

@@ -187,6 +187,7 @@ PlanChoice choose_fastest_plan(const std::string& model_path, const Graph& model
   }
   PlanSelectionOptions so;
   so.budget_seconds = options.budget_seconds;
+  so.packing = options.packing;
   out.selection = select_fastest_plan(fission.graph, fission.alternatives, candidates, feed, so);
   out.plan = candidates[out.selection.fastest];
   if (!out.cache.empty()) out.stored = store_plan_choice(out.cache, key, out.selection);

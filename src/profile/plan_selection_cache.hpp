@@ -49,10 +49,11 @@ bool store_plan_choice(const std::string& path, const PlanSelectionKey& key,
 // The default plan choice of `orchid run` and orchid.InferenceSession: the candidates
 // timed end to end (select_fastest_plan), or the choice cached for the same key reused.
 struct PlanChoiceOptions {
-  double budget_seconds = 2;       // the candidates' timed runs together
-  int k_best = 3;                  // how many ranked plans the orchestration kept (cache key)
-  std::string costs = "analytic";  // the cost model the plans were found with (cache key)
-  bool reselect = false;           // time the candidates even when a choice is cached
+  double budget_seconds = 2;         // the candidates' timed runs together
+  int k_best = 3;                    // how many ranked plans the orchestration kept (cache key)
+  std::string costs = "analytic";    // the cost model the plans were found with (cache key)
+  bool reselect = false;             // time the candidates even when a choice is cached
+  PackedWeights* packing = nullptr;  // PlanSelectionOptions::packing
 };
 
 struct PlanChoice {

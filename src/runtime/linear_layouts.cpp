@@ -212,6 +212,22 @@ std::map<std::string, int> weight_uses(const std::vector<std::vector<Stage>>& ke
 
 }  // namespace
 
+std::vector<std::string> constants_read_plain(const std::vector<std::vector<Stage>>& kernels,
+                                              const Graph& graph) {
+  std::map<std::string, int> uses = weight_uses(kernels, graph);
+  for (const auto& stages : kernels) {
+    for (const Stage& st : stages) {
+      const auto* l = std::get_if<LinearStage>(&st);
+      if (l && !l->op.packed_weights && uses.count(l->wei)) uses[l->wei] = -1;
+    }
+  }
+  std::vector<std::string> plain;
+  for (const auto& [name, n] : uses) {
+    if (n < 0) plain.push_back(name);
+  }
+  return plain;
+}
+
 void build_linear_ops(std::vector<std::vector<Stage>>& kernels, const Graph& graph,
                       const dnnl::engine& engine, dnnl::stream& stream, const KeptLayouts& kept,
                       MemoryPlan& memory, PlanExecutorStats& stats, PackedWeights& packing,

@@ -44,6 +44,11 @@ void build_linear_ops(std::vector<std::vector<Stage>>& kernels, const Graph& gra
                       MemoryPlan& memory, PlanExecutorStats& stats, PackedWeights& packing,
                       const std::function<void(const std::string&)>& release);
 
+// The constants some stage reads unpacked: as a source, a post-op operand, in a loop or a
+// reference kernel, or as weights a primitive keeps plain.
+std::vector<std::string> constants_read_plain(const std::vector<std::vector<Stage>>& kernels,
+                                              const Graph& graph);
+
 // Builds again every pooling / resampling / concatenation primitive whose sources or
 // result are kept.
 void relayout_memory_bound_ops(std::vector<std::vector<Stage>>& kernels, const Graph& graph,

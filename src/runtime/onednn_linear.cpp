@@ -394,9 +394,15 @@ LinearOp make_linear(const dnnl::engine& engine, dnnl::stream& stream, const Gra
     }
     chosen_wei = pd.weights_desc();
   }
-  if (*chosen_wei != wei_md) {
+  // A constant whose original was released (packed_weights.hpp) comes from its packed
+  // copy, even in the plain layout.
+  const std::string& wei_name = node.inputs[1];
+  const bool released =
+      weights_constant && packing.holds_weights_of(g) && packing.released(wei_name);
+  if (*chosen_wei != wei_md || released) {
     // Only reached for constant weights: packed once, shared by the primitives using them.
-    op.packed = packing.get(engine, stream, *g.tensor(node.inputs[1]).data, wei_md, *chosen_wei);
+    op.packed =
+        packing.get(engine, stream, wei_name, *g.tensor(wei_name).data, wei_md, *chosen_wei);
     op.wei = memory(*chosen_wei, engine, op.packed->get_data_handle());
     op.packed_weights = true;
   } else {

@@ -74,6 +74,10 @@ struct PlanExecutor::Impl {
   PlanExecutorStats stats;
   PackedWeights own_packing;
   std::vector<std::string> packed_only;  // read only packed, not released yet
+  // A packing holding the graph's weights (packed_weights.hpp): the constants this
+  // executor reads plain, registered there so that no other executor drops them.
+  PackedWeights* holding = nullptr;
+  std::vector<std::string> plain_reads;
 
   Impl(const Graph& g, const Plan& p, const std::map<std::string, std::string>& alternatives,
        const PlanExecutorOptions& options)
@@ -95,6 +99,11 @@ struct PlanExecutor::Impl {
       if (!loc) fail("plan executor: graph output '{}' has no location in the plan", out);
       output_locations.emplace_back(out, *loc);
     }
+    PackedWeights& packing = options.packing ? *options.packing : own_packing;
+    if (packing.holds_weights_of(g)) {
+      holding = &packing;
+      restore_plain_reads(g, p);
+    }
     StageBuilder builder(g, engine, memory, stats);
     for (const auto& pk : p.kernels) kernels.push_back(builder.build(pk));
     return_freed_heap();
@@ -102,12 +111,26 @@ struct PlanExecutor::Impl {
         choose_channels_last(kernels, g, engine, boundary_layouts(g, alternatives, options));
     // Weights read only packed: handed back now, or kept for release_packed_weights().
     const auto release = [&](const std::string& w) {
+      if (holding) {
+        if (holding->release(w)) count_released(w);
+        return;
+      }
       if (!options.release_weight) return packed_only.push_back(w);
       count_released(w);
       options.release_weight(w);
     };
-    build_linear_ops(kernels, g, engine, stream, kept, memory, stats,
-                     options.packing ? *options.packing : own_packing, release);
+    build_linear_ops(kernels, g, engine, stream, kept, memory, stats, packing, release);
+    if (holding) {
+      for (const auto& w : constants_read_plain(kernels, g)) {
+        // restore_plain_reads() must have foreseen every plain read.
+        if (holding->released(w)) {
+          internal_error(
+              "plan executor: weight '{}' is read plain but only its packed copy is held", w);
+        }
+        holding->add_plain_reader(w);
+        plain_reads.push_back(w);
+      }
+    }
     relayout_loops(kernels, g, kept, stats);
     return_freed_heap();
     relayout_memory_bound_ops(kernels, g, engine, kept);
@@ -138,6 +161,27 @@ struct PlanExecutor::Impl {
       }
     }
     return_freed_heap();
+  }
+
+  ~Impl() {
+    for (const auto& w : plain_reads) holding->remove_plain_reader(w);
+  }
+
+  // The weights of `g` whose originals the holding packing dropped, put back where a node
+  // of the plan reads them otherwise than as a linear stage's weights (input 1), which
+  // take the packed copy.
+  void restore_plain_reads(const Graph& g, const Plan& p) {
+    for (const auto& pk : p.kernels) {
+      for (std::size_t n : pk.nodes) {
+        const Node& node = g.nodes[n];
+        for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+          const std::string& t = node.inputs[i];
+          if (t.empty() || !holding->released(t)) continue;
+          const bool as_weights = i == 1 && node.inputs[0] != t && runs_as_linear_stage(g, node);
+          if (!as_weights) holding->restore(engine, stream, t);
+        }
+      }
+    }
   }
 
   // A result placed over a residual is safe only where its kernel is the one convolution

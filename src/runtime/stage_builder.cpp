@@ -29,16 +29,21 @@ Location StageBuilder::place(KernelPlaces& places, const std::string& t) {
   return l;
 }
 
+bool runs_as_linear_stage(const Graph& graph, const Node& node) {
+  const OnednnAlgorithm kind = op_traits(node.op_type).onednn;
+  if (kind != OnednnAlgorithm::MatMul && kind != OnednnAlgorithm::Convolution) return false;
+  for (const auto& t : node.inputs) {
+    if (graph.tensor(t).shape.size() < 2) return false;
+  }
+  return linear_supported(graph, node);
+}
+
 std::optional<std::pair<LinearStage, std::size_t>> StageBuilder::linear_stage(
     const PlannedKernel& pk, std::size_t pos, KernelPlaces& places) {
   const Node& lin = graph_.nodes[pk.nodes[pos]];
+  if (!runs_as_linear_stage(graph_, lin)) return std::nullopt;
   const OnednnAlgorithm kind = op_traits(lin.op_type).onednn;
-  if (kind != OnednnAlgorithm::MatMul && kind != OnednnAlgorithm::Convolution) return std::nullopt;
-  for (const auto& t : lin.inputs) {
-    if (graph_.tensor(t).shape.size() < 2) return std::nullopt;
-  }
   EpilogueMatch epilogue = match_epilogue(graph_, pk, pos);
-  if (!linear_supported(graph_, lin)) return std::nullopt;
   LinearStage st;
   st.node = &lin;
   st.src = places.arena_name(lin.inputs[0]);

@@ -49,6 +49,10 @@ class StageBuilder {
   PlanExecutorStats& stats_;
 };
 
+// Whether `node` becomes a linear stage on oneDNN (MatMul or 2-D Conv it supports), which
+// reads its weights (input 1) through build_linear_ops, packed or not.
+bool runs_as_linear_stage(const Graph& graph, const Node& node);
+
 // Points a reference stage's views at their memory once the pools are allocated (graph
 // inputs are rebound per run).
 void bind_views(ReferenceStage& stage, const MemoryPlan& memory);

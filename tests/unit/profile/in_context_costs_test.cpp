@@ -11,10 +11,15 @@
 #include <nlohmann/json.hpp>
 
 #include "cost/kernel_signature.hpp"
+#include "eval/random_inputs.hpp"
+#include "eval/reference_interpreter.hpp"
+#include "op_test_util.hpp"
 #include "orchestrate/candidates.hpp"
 #include "orchestrate/orchestrator.hpp"
 #include "passes/load_model.hpp"
 #include "profile/in_context_costs.hpp"
+#include "profile/plan_selection.hpp"
+#include "runtime/plan_executor.hpp"
 #include "temp_dir.hpp"
 #include "test_config_roots.hpp"
 
@@ -211,6 +216,79 @@ TEST(InContextCosts, NoRoundsIsPlainOrchestration) {
   const Orchestration plain = orchestrate(loaded.graph, *base, OrchestrateOptions{});
   EXPECT_EQ(kernels_of(o.optimal), kernels_of(plain.optimal));
   EXPECT_DOUBLE_EQ(o.optimal.total_us, plain.optimal.total_us);
+}
+
+// The rounds orchestrate one fission again and again: that keeps the primitive graph's
+// node order, so plans found before stay valid on it.
+TEST(InContextCosts, OrchestratingAFissionAgainKeepsItsNodesAndPlans) {
+  const LoadedModel loaded = load_model(model_path("tiny_attention"));
+  const auto base = make_analytic_cost_model(load_device_spec("cpu", test::source_configs()));
+  OrchestrateOptions options;
+  options.k_best = 2;
+  const Orchestration first = orchestrate(loaded.graph, *base, options);
+  FissionResult copy = first.fission;
+  const Orchestration again = orchestrate(std::move(copy), *base, options);
+  ASSERT_EQ(again.fission.graph.nodes.size(), first.fission.graph.nodes.size());
+  for (std::size_t i = 0; i < first.fission.graph.nodes.size(); ++i) {
+    EXPECT_EQ(again.fission.graph.nodes[i].name, first.fission.graph.nodes[i].name) << i;
+  }
+  EXPECT_EQ(kernels_of(again.optimal), kernels_of(first.optimal));
+  ASSERT_EQ(again.ranked.size(), first.ranked.size());
+  for (std::size_t k = 0; k < first.ranked.size(); ++k) {
+    EXPECT_EQ(kernels_of(again.ranked[k]), kernels_of(first.ranked[k]));
+  }
+  EXPECT_EQ(again.stats.model_nodes, loaded.graph.nodes.size());
+}
+
+// The default command's memory: the rounds' executors share a packing that holds the
+// primitive graph's weights, so a weight read only packed is held once (packed), across
+// the rounds, the selection and the run; every candidate still computes the reference
+// interpreter's outputs (|d| <= 1e-4 + 1e-4 |ref|).
+TEST(InContextCosts, HeldWeightsAreDroppedOnceAcrossRoundsAndSelection) {
+  const LoadedModel loaded = load_model(model_path("tiny_attention"));
+  const auto base = make_analytic_cost_model(load_device_spec("cpu", test::source_configs()));
+  const InContextCostModel costs(*base, "cpu", "");  // in memory
+  OrchestrateOptions options;
+  options.k_best = 2;
+  PackedWeights packing;
+  InContextOptions quick = quick_in_context();
+  quick.packing = &packing;
+  InContextReport r;
+  Orchestration o = orchestrate_in_context(fission(loaded.graph, fission_options(options)), costs,
+                                           options, quick, &r);
+  EXPECT_GE(r.plans_timed, 1);
+  packing.hold_weights_of(&o.fission.graph);
+  std::size_t released = 0;
+  for (const auto& w : o.fission.graph.weights()) {
+    if (!packing.released(w)) continue;
+    ++released;
+    EXPECT_EQ(o.fission.graph.tensor(w).data->raw(), nullptr) << w;
+  }
+  EXPECT_GT(released, 0u);
+
+  const TensorMap feed = make_random_inputs(loaded.graph, 3);
+  const TensorMap want = ReferenceInterpreter(loaded.graph).run(feed);
+  const std::vector<const Plan*> candidates = plan_candidates(o);
+  PlanSelectionOptions so;
+  so.budget_seconds = 0.02;
+  so.packing = &packing;
+  PlanSelection s =
+      select_fastest_plan(o.fission.graph, o.fission.alternatives, candidates, feed, so);
+  ASSERT_TRUE(s.fastest_executor);
+  const TensorMap got = s.fastest_executor->run(feed);
+  for (const auto& [name, value] : want) {
+    EXPECT_TRUE(testing::tensors_close(got.at(name), value, 1e-4, 1e-4)) << name;
+  }
+  PlanExecutorOptions shared;
+  shared.packing = &packing;
+  for (const Plan* p : candidates) {
+    PlanExecutor e(o.fission.graph, *p, o.fission.alternatives, shared);
+    const TensorMap each = e.run(feed);
+    for (const auto& [name, value] : want) {
+      EXPECT_TRUE(testing::tensors_close(each.at(name), value, 1e-4, 1e-4))
+          << p->kind << " " << name;
+    }
+  }
 }
 
 TEST(InContextCosts, DatabaseSitsBesideTheProfileDatabaseNamedByIsaAndThreads) {

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <memory>
 
 #include "eval/reference_interpreter.hpp"
 #include "runtime/plan_executor.hpp"
@@ -45,16 +47,16 @@ TEST(PackedWeights, SameWeightAndLayoutPackedOnce) {
   const dnnl::memory::desc transposed({16, 8}, dnnl::memory::data_type::f32,
                                       dnnl::memory::format_tag::ba);
   PackedWeights packing;
-  auto first = packing.get(engine, stream, w, plain, transposed);
-  auto again = packing.get(engine, stream, w, plain, transposed);
+  auto first = packing.get(engine, stream, "w", w, plain, transposed);
+  auto again = packing.get(engine, stream, "w", w, plain, transposed);
   EXPECT_EQ(first.get(), again.get());
   EXPECT_EQ(static_cast<const float*>(first->get_data_handle())[1], w.data<float>()[8]);
   // Another layout is another copy; a copy nobody holds any more is packed afresh.
-  auto other = packing.get(engine, stream, w, plain, plain);
+  auto other = packing.get(engine, stream, "w", w, plain, plain);
   EXPECT_NE(other.get(), first.get());
   first.reset();
   again.reset();
-  auto fresh = packing.get(engine, stream, w, plain, transposed);
+  auto fresh = packing.get(engine, stream, "w", w, plain, transposed);
   EXPECT_EQ(static_cast<const float*>(fresh->get_data_handle())[1], w.data<float>()[8]);
 }
 
@@ -98,6 +100,59 @@ TEST(PackedWeights, SharedPackingAndReleaseAfterBuild) {
   });
   EXPECT_EQ(released, std::vector<std::string>{"w"});
   expect_close(b.run(feed).at("z"), want);
+}
+
+// A packing that holds the graph's weights drops an original once an executor reads it
+// only packed; an executor built later that reads it plain gets it back, rebuilt from the
+// packed copy bit for bit, and keeps it while it lives: a third executor reading it only
+// packed cannot drop it until then.
+TEST(PackedWeights, HeldWeightsAreDroppedOnceAndRestoredForAPlainReader) {
+  Graph g = conv_and_matmul();
+  const Tensor original = *g.tensor("w").data;
+  const TensorMap feed{{"x", pattern({1, 8, 6, 6})}};
+  const Tensor want = ReferenceInterpreter(g).run(feed).at("z");
+  const Plan packed_only = one_kernel_plan(g);
+  PackedWeights packing;
+  packing.hold_weights_of(&g);
+  PlanExecutorOptions shared;
+  shared.packing = &packing;
+  PlanExecutor a(g, packed_only, {}, shared);
+  EXPECT_TRUE(packing.released("w"));
+  EXPECT_FALSE(packing.released("m"));  // a fused Add reads it plain too
+  EXPECT_EQ(g.tensor("w").data->raw(), nullptr);
+  EXPECT_GT(a.stats().released_weight_bytes, 0);
+  expect_close(a.run(feed).at("z"), want);
+
+  // A node appended after the fact reads the weights plain (plan indices stay valid); only
+  // b's plan holds it.
+  Node scale;
+  scale.name = "scale";
+  scale.op_type = "Mul";
+  scale.inputs = {"v", "w"};
+  scale.outputs = {"vw"};
+  g.nodes.push_back(scale);
+  g.set_type("v", DType::F32, {16, 8, 3, 3});
+  g.inputs.push_back("v");
+  g.set_type("vw", DType::F32, {16, 8, 3, 3});  // computed by b's kernel, not an output
+  TensorMap feed_v = feed;
+  feed_v.emplace("v", pattern({16, 8, 3, 3}));
+  const Plan plain_too = one_kernel_plan(g);
+  auto b =
+      std::make_unique<PlanExecutor>(g, plain_too, std::map<std::string, std::string>{}, shared);
+  ASSERT_FALSE(packing.released("w"));
+  const Tensor& restored = *g.tensor("w").data;
+  ASSERT_NE(restored.raw(), nullptr);
+  EXPECT_EQ(std::memcmp(restored.raw(), original.raw(), original.nbytes()), 0);
+  expect_close(b->run(feed_v).at("z"), want);
+  expect_close(a.run(feed_v).at("z"), want);
+
+  PlanExecutor c(g, packed_only, {}, shared);  // b still reads it plain
+  EXPECT_FALSE(packing.released("w"));
+  EXPECT_EQ(c.stats().released_weight_bytes, 0);
+  b.reset();
+  PlanExecutor d(g, packed_only, {}, shared);
+  EXPECT_TRUE(packing.released("w"));
+  for (PlanExecutor* e : {&a, &c, &d}) expect_close(e->run(feed_v).at("z"), want);
 }
 
 TEST(GraphRelease, OnlyTheExpectedValue) {

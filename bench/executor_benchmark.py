@@ -974,10 +974,11 @@ def write_results(rows: list[dict], a, mach: dict, notes: list[str], done: bool,
                      f"{num(r.get('default_cached_peak_rss_mib'))} | "
                      + " | ".join(num(r.get(f"{e}_peak_rss_mib")) for e in RSS_ENGINES[1:])
                      + f" | {num(r.get('rss_default_ort'))} | {num(r.get('rss_cached_ort'))} |")
-        L += ["", "The first run of the default command on a model times its candidate plans "
-              "(all built at once, the weights' originals kept until the choice is made); later "
-              "runs read the choice from the cache and build one executor, which drops the "
-              "originals of weights it reads only packed."]
+        L += ["", "The first run of the default command on a model times plans whole in "
+              "context and then its candidate plans (all built at once); their executors share "
+              "one packing of the weights, and an original is dropped once packed and read "
+              "plain by none of them. Later runs read the choice from the cache and build one "
+              "executor, which drops the originals of weights it reads only packed."]
     shown = [e for e in ENGINES if e in a.engines]
     L += ["", "## Spread: p10 / p90 (ms), sanity check against ONNX Runtime", "",
           "Outputs of each orchid engine compared with ONNX Runtime's (|a − b| ≤ 1e-4 + 1e-3 |b|; "

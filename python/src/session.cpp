@@ -161,17 +161,37 @@ class Session {
     // Refined by timing plans whole, on the session's threads (in_context_costs.hpp).
     omp_set_num_threads(threads_);
     const InContextCostModel refined(*cost_model, "cpu", in_context_db_path(""));
-    orchestration_ = std::make_unique<Orchestration>(orchestrate_in_context(g, refined, options));
-    const Orchestration& o = *orchestration_;
+    // As the CLI does: once the primitive graph exists, only its values are read, and
+    // every executor shares one packing that drops each original once it is packed
+    // (packed_weights.hpp): the session holds each weight once.
+    FissionResult primitives = fission(g, fission_options(options));
+    const TensorMap selection_feed = make_random_inputs(g, 1);
+    drop_model_weights();
+    InContextOptions in_context;
+    in_context.packing = &packing_;
+    orchestration_ = std::make_unique<Orchestration>(
+        orchestrate_in_context(std::move(primitives), refined, options, in_context));
+    Orchestration& o = *orchestration_;
+    packing_.hold_weights_of(&o.fission.graph);
     PlanChoiceOptions co;
     co.k_best = static_cast<int>(options.k_best);
+    co.packing = &packing_;
     PlanChoice choice =
-        choose_fastest_plan(model_, g, o.fission, plan_candidates(o), make_random_inputs(g, 1), co);
+        choose_fastest_plan(model_, g, o.fission, plan_candidates(o), selection_feed, co);
     plan_json_ = plan_to_json(o, *choice.plan, model_);
     executor_ = std::move(choice.selection.fastest_executor);  // none when the choice was cached
     if (!executor_) {
-      executor_ =
-          std::make_unique<PlanExecutor>(o.fission.graph, *choice.plan, o.fission.alternatives);
+      PlanExecutorOptions shared;
+      shared.packing = &packing_;
+      executor_ = std::make_unique<PlanExecutor>(o.fission.graph, *choice.plan,
+                                                 o.fission.alternatives, shared);
+    }
+  }
+
+  void drop_model_weights() {
+    for (Graph* held : {&loaded_.graph, widened_ ? &*widened_ : nullptr}) {
+      if (!held) continue;
+      for (const auto& w : held->weights()) held->release_constant(w, held->tensor(w).data.get());
     }
   }
 
@@ -183,6 +203,7 @@ class Session {
   std::optional<Graph> widened_;                  // the f32 graph plans run, for f16/bf16 models
   std::unique_ptr<ExecutablePlan> plan_;          // before the executor, which reads it
   std::unique_ptr<Orchestration> orchestration_;  // likewise (the chosen plan's source)
+  PackedWeights packing_;  // holds the orchestration's weights; outlives the executor
   std::unique_ptr<PlanExecutor> executor_;
   std::unique_ptr<ReferenceInterpreter> interpreter_;
   std::optional<std::string> plan_json_;

@@ -58,7 +58,9 @@ PlanSelection select_fastest_plan(const Graph& graph,
     out.trials.push_back({p->kind, p->total_us / 1e3, {}, 0, 0});
     bytes = std::max(bytes, p->arena_bytes);
   }
-  bytes += 2 * plans.front()->weight_bytes;  // originals and one packed copy, shared
+  // Originals and one packed copy, shared (a packing that holds the weights drops most
+  // originals: an upper bound then).
+  bytes += 2 * plans.front()->weight_bytes;
   out.interleaved = plans.size() == 1 || bytes <= options.interleave_bytes;
   std::vector<std::unique_ptr<PlanExecutor>> executors(plans.size());
   // The candidates pack each weight once between them; the fastest executor, returned,

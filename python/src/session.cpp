@@ -190,8 +190,7 @@ class Session {
 
   void drop_model_weights() {
     for (Graph* held : {&loaded_.graph, widened_ ? &*widened_ : nullptr}) {
-      if (!held) continue;
-      for (const auto& w : held->weights()) held->release_constant(w, held->tensor(w).data.get());
+      if (held) held->release_constants();
     }
   }
 

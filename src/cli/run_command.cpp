@@ -349,8 +349,7 @@ void run(const RunOptions& options) {
     const auto drop_model_weights = [&] {
       for (Graph* held : {&loaded.graph, static_graph ? &*static_graph : nullptr,
                           widened ? &*widened : nullptr}) {
-        if (!held) continue;
-        for (const auto& w : held->weights()) held->release_constant(w, held->tensor(w).data.get());
+        if (held) held->release_constants();
       }
     };
     if (!options.plan.empty()) {

@@ -59,6 +59,10 @@ bool Graph::release_constant(const std::string& name, const Tensor* expected) {
   return true;
 }
 
+void Graph::release_constants() {
+  for (const auto& w : weights()) release_constant(w, tensor(w).data.get());
+}
+
 TensorInfo& Graph::set_constant(const std::string& name, Tensor value) {
   TensorInfo& info = set_type(name, value.dtype(), value.shape());
   info.data = std::make_shared<const Tensor>(std::move(value));

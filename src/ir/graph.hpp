@@ -56,6 +56,9 @@ class Graph {
   // nothing (null), so reading it is a visible bug rather than a wrong value. Returns
   // whether it was dropped.
   bool release_constant(const std::string& name, const Tensor* expected);
+  // Drops the value of every weight (release_constant), for a graph whose values are not
+  // read again: those another graph shares stay alive through it.
+  void release_constants();
   void erase_tensor(const std::string& name) { tensors_.erase(name); }
   const std::unordered_map<std::string, TensorInfo>& tensors() const { return tensors_; }
 

@@ -243,18 +243,16 @@ CpuNetwork cpu_network(const toml::table& root, const toml::table& cpu, double g
     reject_unknown_keys(t, {"step_us", "gbs", "split_us"}, path, "[network.runner]");
     // The runner's own rate for a split layer's messages, when measured, prices them.
     if (t.get("gbs") != nullptr) net.gbs = positive(t, "gbs", path, "[network.runner]");
-    const double step_us = number(t, "step_us", path, "[network.runner]", true);
-    if (!(step_us >= 0 && step_us <= kMaxFigure)) {
-      fail("{}: [network.runner]: key 'step_us' must lie in [0, {}]", path, kMaxFigure);
-    }
-    net.step_s = step_us * 1e-6;
-    if (t.get("split_us") != nullptr) {
-      const double split_us = number(t, "split_us", path, "[network.runner]", true);
-      if (!(split_us >= 0 && split_us <= kMaxFigure)) {
-        fail("{}: [network.runner]: key 'split_us' must lie in [0, {}]", path, kMaxFigure);
+    // A time in microseconds, in [0, kMaxFigure], as seconds.
+    const auto runner_seconds = [&](const char* key) {
+      const double us = number(t, key, path, "[network.runner]", true);
+      if (!(us >= 0 && us <= kMaxFigure)) {
+        fail("{}: [network.runner]: key '{}' must lie in [0, {}]", path, key, kMaxFigure);
       }
-      net.split_s = split_us * 1e-6;
-    }
+      return us * 1e-6;
+    };
+    net.step_s = runner_seconds("step_us");
+    if (t.get("split_us") != nullptr) net.split_s = runner_seconds("split_us");
   }
   return net;
 }

@@ -212,26 +212,12 @@ std::map<std::string, int> weight_uses(const std::vector<std::vector<Stage>>& ke
 
 }  // namespace
 
-std::vector<std::string> constants_read_plain(const std::vector<std::vector<Stage>>& kernels,
-                                              const Graph& graph) {
-  std::map<std::string, int> uses = weight_uses(kernels, graph);
-  for (const auto& stages : kernels) {
-    for (const Stage& st : stages) {
-      const auto* l = std::get_if<LinearStage>(&st);
-      if (l && !l->op.packed_weights && uses.count(l->wei)) uses[l->wei] = -1;
-    }
-  }
-  std::vector<std::string> plain;
-  for (const auto& [name, n] : uses) {
-    if (n < 0) plain.push_back(name);
-  }
-  return plain;
-}
-
-void build_linear_ops(std::vector<std::vector<Stage>>& kernels, const Graph& graph,
-                      const dnnl::engine& engine, dnnl::stream& stream, const KeptLayouts& kept,
-                      MemoryPlan& memory, PlanExecutorStats& stats, PackedWeights& packing,
-                      const std::function<void(const std::string&)>& release) {
+std::vector<std::string> build_linear_ops(std::vector<std::vector<Stage>>& kernels,
+                                          const Graph& graph, const dnnl::engine& engine,
+                                          dnnl::stream& stream, const KeptLayouts& kept,
+                                          MemoryPlan& memory, PlanExecutorStats& stats,
+                                          PackedWeights& packing,
+                                          const std::function<void(const std::string&)>& release) {
   std::map<std::string, int> uses = weight_uses(kernels, graph);
   for (auto& stages : kernels) {
     for (Stage& st : stages) {
@@ -275,6 +261,11 @@ void build_linear_ops(std::vector<std::vector<Stage>>& kernels, const Graph& gra
       stats.summed_residuals += l->op.sum_at.has_value();
     }
   }
+  std::vector<std::string> plain;
+  for (const auto& [name, n] : uses) {
+    if (n < 0) plain.push_back(name);
+  }
+  return plain;
 }
 
 void relayout_memory_bound_ops(std::vector<std::vector<Stage>>& kernels, const Graph& graph,

@@ -38,16 +38,15 @@ KeptLayouts choose_channels_last(std::vector<std::vector<Stage>>& kernels, const
 // Builds every linear stage's primitive for the layout `kept` gives its tensors, and
 // lays out its reordered copies in the memory plan's layout pool. Weights are packed
 // through `packing`; each constant that no stage reads unpacked is passed to `release`
-// (when set) once its last use is packed.
-void build_linear_ops(std::vector<std::vector<Stage>>& kernels, const Graph& graph,
-                      const dnnl::engine& engine, dnnl::stream& stream, const KeptLayouts& kept,
-                      MemoryPlan& memory, PlanExecutorStats& stats, PackedWeights& packing,
-                      const std::function<void(const std::string&)>& release);
-
-// The constants some stage reads unpacked: as a source, a post-op operand, in a loop or a
-// reference kernel, or as weights a primitive keeps plain.
-std::vector<std::string> constants_read_plain(const std::vector<std::vector<Stage>>& kernels,
-                                              const Graph& graph);
+// (when set) once its last use is packed. Returns the constants some stage reads unpacked
+// (as a source, a post-op operand, in a loop or a reference kernel, or as weights a
+// primitive keeps plain).
+std::vector<std::string> build_linear_ops(std::vector<std::vector<Stage>>& kernels,
+                                          const Graph& graph, const dnnl::engine& engine,
+                                          dnnl::stream& stream, const KeptLayouts& kept,
+                                          MemoryPlan& memory, PlanExecutorStats& stats,
+                                          PackedWeights& packing,
+                                          const std::function<void(const std::string&)>& release);
 
 // Builds again every pooling / resampling / concatenation primitive whose sources or
 // result are kept.

@@ -119,9 +119,10 @@ struct PlanExecutor::Impl {
       count_released(w);
       options.release_weight(w);
     };
-    build_linear_ops(kernels, g, engine, stream, kept, memory, stats, packing, release);
+    const std::vector<std::string> read_plain =
+        build_linear_ops(kernels, g, engine, stream, kept, memory, stats, packing, release);
     if (holding) {
-      for (const auto& w : constants_read_plain(kernels, g)) {
+      for (const auto& w : read_plain) {
         // restore_plain_reads() must have foreseen every plain read.
         if (holding->released(w)) {
           internal_error(

@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
     execv("/proc/self/exe", argv);  // on failure, carry on with the defaults
   }
   orchid::keep_blas_single_threaded();  // should the re-execution have failed
+  orchid::return_large_blocks_to_the_system();
   CLI::App app{"orchid: kernel orchestration and multi-accelerator mapping for ONNX models"};
   app.set_version_flag("--version", std::string("orchid ") + ORCHID_VERSION);
   app.require_subcommand(1);

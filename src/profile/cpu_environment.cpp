@@ -1,6 +1,7 @@
 #include "profile/cpu_environment.hpp"
 
 #include <dlfcn.h>
+#include <malloc.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -146,6 +147,14 @@ void keep_blas_single_threaded() {
   using SetThreads = void (*)(int);
   if (auto set = reinterpret_cast<SetThreads>(dlsym(blas, "openblas_set_num_threads"))) set(1);
   dlclose(blas);
+}
+
+void return_large_blocks_to_the_system() {
+  for (const char* tuned : {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_", "GLIBC_TUNABLES"}) {
+    if (std::getenv(tuned)) return;
+  }
+  constexpr int kThresholdBytes = 1 << 20;
+  mallopt(M_MMAP_THRESHOLD, kThresholdBytes);
 }
 
 namespace {

@@ -54,6 +54,16 @@ std::vector<std::pair<std::string, std::string>> wanted_openmp_environment();
 // or OPENBLAS_NUM_THREADS is set.
 void keep_blas_single_threaded();
 
+// glibc raises its mmap threshold (up to 32 MiB) each time a large block is freed, so later
+// large blocks come from the heap, and freed heap pages are rarely given back: the
+// executor builds' transient tables (index tensors, layout tables of tens of MB, freed after
+// each build) then pile up as fragmented heap. Candy's first run (nine executors built)
+// peaked at 164-194 MiB, 137-147 with the threshold held at 1 MiB. This holds it there (and
+// so gives blocks of 1 MiB or more back to the system as soon as they are freed), unless
+// the user tuned malloc (MALLOC_MMAP_THRESHOLD_ or MALLOC_TOP_PAD_ set). The executor
+// allocates its buffers once per build, so runs do not pay for the mappings.
+void return_large_blocks_to_the_system();
+
 // How many of this process's cores (its affinity mask) other processes kept busy over
 // `milliseconds` (CPU time from /proc/stat, this process's own subtracted; this thread
 // sleeps meanwhile; clock ticks are 10 ms, so look 50 ms or more). Negative when

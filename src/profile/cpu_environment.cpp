@@ -9,6 +9,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -150,9 +151,11 @@ void keep_blas_single_threaded() {
 }
 
 void return_large_blocks_to_the_system() {
-  for (const char* tuned : {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_", "GLIBC_TUNABLES"}) {
+  for (const char* tuned : {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_"}) {
     if (std::getenv(tuned)) return;
   }
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  if (tunables && std::strstr(tunables, "glibc.malloc.")) return;
   constexpr int kThresholdBytes = 1 << 20;
   mallopt(M_MMAP_THRESHOLD, kThresholdBytes);
 }

@@ -54,14 +54,15 @@ std::vector<std::pair<std::string, std::string>> wanted_openmp_environment();
 // or OPENBLAS_NUM_THREADS is set.
 void keep_blas_single_threaded();
 
-// glibc raises its mmap threshold (up to 32 MiB) each time a large block is freed, so later
-// large blocks come from the heap, and freed heap pages are rarely given back: the
-// executor builds' transient tables (index tensors, layout tables of tens of MB, freed after
-// each build) then pile up as fragmented heap. Candy's first run (nine executors built)
-// peaked at 164-194 MiB, 137-147 with the threshold held at 1 MiB. This holds it there (and
-// so gives blocks of 1 MiB or more back to the system as soon as they are freed), unless
-// the user tuned malloc (MALLOC_MMAP_THRESHOLD_ or MALLOC_TOP_PAD_ set). The executor
-// allocates its buffers once per build, so runs do not pay for the mappings.
+// glibc raises its mmap threshold (up to 32 MiB) each time a large block is freed, and its
+// trim threshold to twice that, so later large blocks come from the heap and freed heap
+// pages stay with the process: the executor builds' transient tables (index tensors and
+// layout tables of tens of MB, freed after each build) pile up. Candy's first run (nine
+// executors built) peaked at 164-194 MiB, 147-150 with the threshold held at 1 MiB. This
+// holds it there (blocks of 1 MiB or more are mapped apart and go back to the system when
+// freed; the heap's free top is trimmed), unless the user tuned malloc
+// (MALLOC_MMAP_THRESHOLD_ or MALLOC_TOP_PAD_ set, or a glibc.malloc tunable). The executor
+// allocates its buffers when built, so its runs map nothing.
 void return_large_blocks_to_the_system();
 
 // How many of this process's cores (its affinity mask) other processes kept busy over

@@ -595,7 +595,7 @@ void run(const RunOptions& options) {
     text += fmt::format(
         "kernels  {}: {} oneDNN primitives (+{} epilogue primitives as post-ops), {} fused "
         "loops over {} primitives, {} primitives on reference kernels; {} convolutions in "
-        "oneDNN's preferred layout ({} fed NHWC without a reorder, {} adding their residual in "
+        "oneDNN's preferred layout ({} fed in it without a reorder, {} adding their residual in "
         "place)\n",
         stats->kernels, stats->dnnl_primitives, stats->epilogue_primitives, stats->fused_loops,
         stats->fused_loop_primitives, stats->reference_primitives, stats->blocked_convolutions,

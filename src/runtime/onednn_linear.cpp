@@ -221,13 +221,29 @@ bool usable_layout(const memory::desc& chosen, const memory::dims& dims) {
   return chosen != plain && chosen.get_size() == plain.get_size();
 }
 
+// Whether a convolution runs faster on oneDNN's blocked layouts than on NHWC with its AVX2
+// kernels: a dense one with a 3x3 or larger window, stride 1, 32 or more channels in and
+// out, on 32x32 pixels or more. Candy's residual convolutions (128 channels, 56x56):
+// 5.0 -> 4.2 ms each on nChw8c, its upsampling ones 11.0 -> 8.5 and 9.2 -> 8.2 ms; the
+// whole model on AVX2 118-120 -> 107-110 ms. Blocked layouts everywhere made other models
+// slower (SqueezeNet 1.1: 4.2 -> 5.6 ms, SegFormer-B0 113 -> 123, MobileNetV2 3.9 ->
+// 4.2: their concatenations, pooling and depthwise convolutions do better on NHWC).
+bool blocked_is_faster_on_avx2(const memory::dims& src, const memory::dims& wei,
+                               const memory::dims& dst, const memory::dims& strides) {
+  const bool unit_strides =
+      std::all_of(strides.begin(), strides.end(), [](memory::dim s) { return s == 1; });
+  return wei.size() == 4 && wei[2] * wei[3] >= 9 && unit_strides && src[1] >= 32 && dst[1] >= 32 &&
+         dst[2] * dst[3] >= 1024;
+}
+
 // NHWC wherever oneDNN has more than its reference kernel for it, else the layouts it
 // chooses itself where usable. oneDNN's own choice on AVX2 is nChw8c, which pads channel
 // counts that are no multiple of 8 (usable_layout then refuses it: the tensors stayed
 // plain, reordered around every such convolution) and which fused loops read through
-// offset tables. Its AVX2 kernels on NHWC ran within 5 % of nChw8c (1x1, 3x3, depthwise,
-// 7x7 stem), and faster where nChw8c pads: YOLOX-nano's 12-channel stem 1.06 vs 1.38 ms.
-// On AVX-512 its own choice is NHWC already.
+// offset tables. Its AVX2 kernels on NHWC ran within 5 % of nChw8c for most convolutions
+// (1x1, depthwise, 7x7 stem, small 3x3), and faster where nChw8c pads: YOLOX-nano's
+// 12-channel stem 1.06 vs 1.38 ms; wide dense ones do better blocked (above). On AVX-512
+// its own choice is NHWC already.
 std::optional<ConvLayouts> preferred_layouts(const dnnl::engine& engine, const memory::dims& src,
                                              const memory::dims& wei, const memory::dims& dst,
                                              const memory::dims& strides,
@@ -238,17 +254,20 @@ std::optional<ConvLayouts> preferred_layouts(const dnnl::engine& engine, const m
   const dnnl::convolution_forward::desc nhwc(prop, alg, nhwc_desc(src), any_desc(wei),
                                              nhwc_desc(dst), strides, dilation, pad_l, pad_r);
   const dnnl::convolution_forward::primitive_desc on_nhwc(nhwc, engine);
-  if (std::string(on_nhwc.impl_info_str()).rfind("ref", 0) != 0) {
-    return ConvLayouts{nhwc_desc(src), nhwc_desc(dst)};
-  }
+  const std::string nhwc_impl = on_nhwc.impl_info_str();
+  const bool nhwc_fast = nhwc_impl.rfind("ref", 0) != 0;
+  const bool try_blocked = nhwc_impl.find(":avx2") != std::string::npos &&
+                           blocked_is_faster_on_avx2(src, wei, dst, strides);
+  if (nhwc_fast && !try_blocked) return ConvLayouts{nhwc_desc(src), nhwc_desc(dst)};
   const dnnl::convolution_forward::desc any(prop, alg, any_desc(src), any_desc(wei), any_desc(dst),
                                             strides, dilation, pad_l, pad_r);
-  const dnnl::convolution_forward::primitive_desc pd(any, engine);
-  if (!usable_layout(pd.src_desc(), src) || !usable_layout(pd.dst_desc(), dst) ||
-      pd.src_desc() == plain_desc(src)) {
-    return std::nullopt;
+  const dnnl::convolution_forward::primitive_desc own(any, engine);
+  if (usable_layout(own.src_desc(), src) && usable_layout(own.dst_desc(), dst) &&
+      own.src_desc() != plain_desc(src)) {
+    return ConvLayouts{own.src_desc(), own.dst_desc()};
   }
-  return ConvLayouts{pd.src_desc(), pd.dst_desc()};
+  if (nhwc_fast) return ConvLayouts{nhwc_desc(src), nhwc_desc(dst)};
+  return std::nullopt;
 }
 
 }  // namespace

@@ -48,7 +48,7 @@ struct PlanExecutorStats {
   std::int64_t loop_buffer_bytes = 0;   // of which the row buffers (one pool)
   std::int64_t weight_bytes = 0;
   std::size_t blocked_convolutions = 0;    // run in the layout oneDNN prefers (e.g. NHWC)
-  std::size_t nhwc_handoffs = 0;           // convolution sources kept NHWC, no reorder
+  std::size_t nhwc_handoffs = 0;           // convolution sources kept in its layout, no reorder
   std::int64_t layout_bytes = 0;           // their blocked source/result copies (one pool)
   std::int64_t packed_weight_bytes = 0;    // weights reordered once into oneDNN's layout
   std::int64_t released_weight_bytes = 0;  // originals read only packed, handed back (release)

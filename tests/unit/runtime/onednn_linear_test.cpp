@@ -90,6 +90,37 @@ TEST(OnednnLinear, ConvolutionsPreferNhwcWhereOneDnnHasAKernelForIt) {
   EXPECT_EQ(activation_preferred_layout(engine, {1, 12, 20, 20}), nhwc_desc({1, 12, 20, 20}));
 }
 
+// A wide dense convolution (3x3, 32 channels or more each side, 32x32 pixels) keeps oneDNN's
+// own blocked layout where its kernels are AVX2 ones, faster there than NHWC; NHWC on
+// AVX-512. Under ctest this also runs with ONEDNN_MAX_CPU_ISA=AVX2. It runs as the graph
+// either way, its result's layout feeding a residual.
+TEST(OnednnLinear, WideDenseConvolutionsKeepTheBlockedLayoutOnAvx2) {
+  const Graph g =
+      make_graph({{"x", {1, 32, 32, 32}}, {"r", {1, 32, 32, 32}}}, {{"w", pattern({32, 32, 3, 3})}},
+                 {{"Conv", {"x", "w"}, {"c"}, {{"pads", std::vector<std::int64_t>{1, 1, 1, 1}}}},
+                  {"Add", {"c", "r"}, {"y"}}},
+                 {"y"});
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  const std::optional<ConvLayouts> l = conv_preferred_layouts(engine, g, g.nodes[0]);
+  ASSERT_TRUE(l);
+  const dnnl::memory::dims dims{1, 32, 32, 32};
+  const auto isa = dnnl::get_effective_cpu_isa();
+  if (isa == dnnl::cpu_isa::avx2 || isa == dnnl::cpu_isa::avx2_vnni) {
+    EXPECT_NE(l->src, nhwc_desc(dims));
+    EXPECT_NE(l->src, plain_desc(dims));
+    EXPECT_EQ(l->src.get_size(), plain_desc(dims).get_size());
+  } else if (isa != dnnl::cpu_isa::sse41 && isa != dnnl::cpu_isa::avx) {
+    EXPECT_EQ(l->src, nhwc_desc(dims));
+  }
+  LinearLayout layout;
+  layout.preferred = *l;
+  layout.operand_used_preferred = {true};
+  dnnl::stream stream(engine);
+  PackedWeights packing;
+  LinearOp op = make_linear(engine, stream, g, g.nodes[0], {add("r")}, layout, packing);
+  expect_runs_as_the_graph(op, stream, g, make_random_inputs(g, 9), {"r"}, "y");
+}
+
 // A blocked layout (where only it has a fast kernel) still runs: the convolution on nChw8c,
 // its plain source and result reordered in and out, a residual read in the result's layout.
 TEST(OnednnLinear, AConvolutionOnABlockedLayoutRunsAsTheGraph) {

@@ -111,7 +111,11 @@ inline float apply_binary(Binary op, float x, float y) {
     case Binary::Div:
       return x / y;
     case Binary::Pow:
-      return y == 2.0f ? x * x : (y == 0.5f ? std::sqrt(x) : std::pow(x, y));
+      // Small integer powers as products (GPT-2's GELU cubes): std::pow is a library call
+      // per element.
+      if (y == 2.0f) return x * x;
+      if (y == 3.0f) return x * x * x;
+      return y == 0.5f ? std::sqrt(x) : std::pow(x, y);
     case Binary::Max:
       return std::isnan(x) || std::isnan(y) ? std::numeric_limits<float>::quiet_NaN()
                                             : std::max(x, y);
@@ -995,6 +999,9 @@ void FusedLoop::Impl::run_rows(std::int64_t begin, std::int64_t end, int thread,
             case Unary::Sigmoid:
               vector_math::sigmoid(x, y, C);
               break;
+            case Unary::Tanh:
+              vector_math::tanh(x, y, C);
+              break;
             default:
               for (std::int64_t c = 0; c < C; ++c) y[c] = apply_unary(u, x[c], a, b);
           }
@@ -1037,6 +1044,15 @@ void FusedLoop::Impl::run_rows(std::int64_t begin, std::int64_t end, int thread,
               break;
             case Binary::Div:
               loop([](float p, float q) { return p / q; });
+              break;
+            case Binary::Pow:
+              if (fx && !fy && ys == 2.0f) {
+                loop([](float p, float) { return p * p; });
+              } else if (fx && !fy && ys == 3.0f) {
+                loop([](float p, float) { return p * p * p; });
+              } else {
+                loop([](float p, float q) { return apply_binary(Binary::Pow, p, q); });
+              }
               break;
             default: {
               const Binary op = ins.binary;

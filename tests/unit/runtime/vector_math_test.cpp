@@ -1,4 +1,4 @@
-// The fused loops' vectorised exp / erf / sigmoid against double-precision libm over a
+// The fused loops' vectorised exp / erf / sigmoid / tanh against double-precision libm over a
 // dense sweep (bounds as documented in vector_math.hpp), and their reductions.
 #include "runtime/fused/vector_math.hpp"
 
@@ -48,6 +48,37 @@ TEST(VectorMath, ErfAndSigmoidAbsoluteError) {
   }
   EXPECT_LT(worst_erf, 6e-7);
   EXPECT_LT(worst_sigmoid, 5e-7);
+}
+
+TEST(VectorMath, TanhRelativeError) {
+  const auto x = sweep(-20.0f, 20.0f, 400001);
+  std::vector<float> y(x.size());
+  vector_math::tanh(x.data(), y.data(), static_cast<std::int64_t>(x.size()));
+  double worst = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double want = std::tanh(static_cast<double>(x[i]));
+    if (want != 0) worst = std::max(worst, std::fabs(y[i] - want) / std::fabs(want));
+  }
+  EXPECT_LT(worst, 4e-7);
+  // Tiny, huge and special inputs: odd, exact at the ends, NaN through.
+  const std::vector<float> edge{0.0f,
+                                -0.0f,
+                                1e-30f,
+                                -1e-20f,
+                                100.0f,
+                                -1000.0f,
+                                std::numeric_limits<float>::infinity(),
+                                std::numeric_limits<float>::quiet_NaN()};
+  std::vector<float> out(edge.size());
+  vector_math::tanh(edge.data(), out.data(), static_cast<std::int64_t>(edge.size()));
+  EXPECT_EQ(out[0], 0.0f);
+  EXPECT_TRUE(std::signbit(out[1]));
+  EXPECT_FLOAT_EQ(out[2], 1e-30f);
+  EXPECT_FLOAT_EQ(out[3], -1e-20f);
+  EXPECT_EQ(out[4], 1.0f);
+  EXPECT_EQ(out[5], -1.0f);
+  EXPECT_EQ(out[6], 1.0f);
+  EXPECT_TRUE(std::isnan(out[7]));
 }
 
 // Sums, maxima and minima of every length from 1 to 70 (the 16-lane body and the tail)

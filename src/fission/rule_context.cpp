@@ -12,7 +12,8 @@ namespace orchid::fission_detail {
 
 namespace {
 
-// Folding bigger results would bloat the graph's weights for little gain.
+// Folding bigger results than this (and than their inputs) would bloat the graph's weights
+// for little gain.
 constexpr std::int64_t kMaxFoldedElements = std::int64_t{1} << 24;
 
 bool is_graph_output(const Graph& g, const std::string& t) {
@@ -80,13 +81,19 @@ std::string RuleContext::append(Node node) {
   infer_node_types(g, node);
   const std::string y = node.outputs[0];
 
-  bool foldable = !is_graph_output(g, y) && shape_numel(g.tensor(y).shape) <= kMaxFoldedElements;
+  // Folded when every input is constant and the result is small or no larger than an
+  // input (a weight's Transpose or Reshape: nothing more is held than before).
+  bool foldable = !is_graph_output(g, y);
+  std::int64_t largest_input = 0;
   std::vector<const Tensor*> values;
   for (const auto& in : node.inputs) {
     const Tensor* v = in.empty() ? nullptr : g.tensor(in).data.get();
     foldable = foldable && (in.empty() || v != nullptr);
+    if (v) largest_input = std::max(largest_input, v->numel());
     values.push_back(v);
   }
+  foldable =
+      foldable && shape_numel(g.tensor(y).shape) <= std::max(kMaxFoldedElements, largest_input);
   if (foldable) {
     state_.node_names.erase(node.name);
     std::vector<Tensor> result = run_reference_node(g, node, values);

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <optional>
 #include <set>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -152,9 +155,15 @@ void drop_if_unused(Graph& g, const std::string& t) {
   g.erase_tensor(t);
 }
 
+// Weights scaled once per (original, axis, scale): ALBERT's twelve layers share one set
+// of weights and each scales it alike, which gave twelve folded copies of each (3 GiB of
+// query/key/value weights packed instead of 256 MiB).
+using FoldedWeights =
+    std::map<std::tuple<std::string, std::size_t, std::vector<double>>, std::string>;
+
 // Rewrites `lin`'s weights (and bias) so that it computes `a` of its old result; false
 // when this op cannot take `a` (a MatMul has no bias, a Gemm with a full-size C).
-bool fold(Graph& g, Node& lin, LinearKind kind, const Affine& a) {
+bool fold(Graph& g, Node& lin, LinearKind kind, const Affine& a, FoldedWeights& folded) {
   const Tensor& w = *g.tensor(lin.inputs[1]).data;
   const std::size_t channels = a.scale.size();
   if (kind == LinearKind::MatMul && a.has_shift()) return false;
@@ -173,10 +182,13 @@ bool fold(Graph& g, Node& lin, LinearKind kind, const Affine& a) {
   const bool trans_b = kind == LinearKind::Gemm && lin.attr_int("transB", 0) != 0;
   const std::size_t w_axis = kind == LinearKind::Conv || trans_b ? 0 : 1;
   if (w.shape()[w_axis] != static_cast<std::int64_t>(channels)) return false;
-  const std::string w_name = g.fresh_tensor_name(lin.inputs[1] + "_folded");
   const std::string old_w = lin.inputs[1];
-  g.set_constant(w_name, scaled(w, a.scale, w_axis));
-  lin.inputs[1] = w_name;
+  auto [same, fresh] = folded.try_emplace({old_w, w_axis, a.scale}, std::string());
+  if (fresh) {
+    same->second = g.fresh_tensor_name(old_w + "_folded");
+    g.set_constant(same->second, scaled(w, a.scale, w_axis));
+  }
+  lin.inputs[1] = same->second;
   drop_if_unused(g, old_w);
   if (!bias) return true;
   const bool had_bias = lin.has_input(2);
@@ -200,6 +212,7 @@ bool fold(Graph& g, Node& lin, LinearKind kind, const Affine& a) {
 
 AffineFoldingStats fold_affine_into_linear(Graph& graph) {
   AffineFoldingStats stats;
+  FoldedWeights folded;
   bool changed = true;
   while (changed) {
     changed = false;
@@ -217,7 +230,7 @@ AffineFoldingStats fold_affine_into_linear(Graph& graph) {
       if (out.size() < 2) continue;
       const std::size_t axis = kind == LinearKind::Conv ? 1 : out.size() - 1;
       const std::optional<Affine> a = affine_of(graph, next, y, out, axis);
-      if (!a || !fold(graph, graph.nodes[i], kind, *a)) continue;
+      if (!a || !fold(graph, graph.nodes[i], kind, *a, folded)) continue;
       graph.nodes[i].outputs[0] = next.outputs[0];
       graph.nodes.erase(graph.nodes.begin() + static_cast<std::ptrdiff_t>(next_index));
       ++stats.folded_nodes;

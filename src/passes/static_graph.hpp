@@ -16,8 +16,9 @@
 namespace orchid {
 
 struct StaticGraphOptions {
-  // Nodes whose outputs would exceed this many elements are not folded (keeps memory
-  // bounded when a constant Expand or Tile would materialise a huge tensor).
+  // Nodes whose outputs would exceed this many elements, and the elements of their
+  // largest input, are not folded (keeps memory bounded when a constant Expand or Tile
+  // would materialise a huge tensor).
   std::int64_t max_folded_elements = std::int64_t{1} << 24;
 };
 

@@ -219,6 +219,7 @@ std::vector<std::string> build_linear_ops(std::vector<std::vector<Stage>>& kerne
                                           PackedWeights& packing,
                                           const std::function<void(const std::string&)>& release) {
   std::map<std::string, int> uses = weight_uses(kernels, graph);
+  std::set<const dnnl::memory*> counted_copies;
   for (auto& stages : kernels) {
     for (Stage& st : stages) {
       auto* l = std::get_if<LinearStage>(&st);
@@ -251,7 +252,8 @@ std::vector<std::string> build_linear_ops(std::vector<std::vector<Stage>>& kerne
         l->copy_offsets.push_back(
             memory.layout_pool().take(static_cast<std::int64_t>(m->get_desc().get_size())));
       }
-      if (l->op.packed_weights) {
+      // Each packed copy once, however many primitives share it (ALBERT's layers).
+      if (l->op.packed_weights && counted_copies.insert(l->op.packed.get()).second) {
         stats.packed_weight_bytes += static_cast<std::int64_t>(l->op.wei.get_desc().get_size());
       }
       if (l->op.src_reorder || l->op.dst_reorder || layout.preferred) {

@@ -87,6 +87,30 @@ TEST(AffineFolding, GemmAndMatMulFoldPerColumn) {
   expect_same_outputs(g, folded, 1e-5, 1e-4);
 }
 
+// ALBERT's layers share one set of weights, and each layer scales them alike: one folded
+// copy serves them all; a different scale gets its own.
+TEST(AffineFolding, SharedWeightsScaledAlikeShareOneFoldedCopy) {
+  const Graph g = make_graph(
+      {{"x", {3, 5}}}, {{"k", pattern({5, 5})}, {"s", f32({}, {0.125f})}, {"t", positive({5})}},
+      {{"MatMul", {"x", "k"}, {"m1"}},
+       {"Mul", {"m1", "s"}, {"h1"}},
+       {"MatMul", {"h1", "k"}, {"m2"}},
+       {"Mul", {"m2", "s"}, {"h2"}},
+       {"MatMul", {"h2", "k"}, {"m3"}},
+       {"Mul", {"m3", "t"}, {"y"}}},
+      {"y"});
+  Graph folded = g;
+  EXPECT_EQ(fold_affine_into_linear(folded).folded_nodes, 3u);
+  ASSERT_EQ(folded.nodes.size(), 3u);
+  EXPECT_EQ(folded.nodes[0].inputs[1], folded.nodes[1].inputs[1]);
+  EXPECT_NE(folded.nodes[0].inputs[1], folded.nodes[2].inputs[1]);
+  EXPECT_FALSE(folded.has_tensor("k"));
+  std::size_t copies = 0;
+  for (const auto& name : folded.weights()) copies += folded.tensor(name).shape == Shape{5, 5};
+  EXPECT_EQ(copies, 2u);
+  expect_same_outputs(g, folded, 1e-5, 1e-4);
+}
+
 TEST(AffineFolding, LeavesSharedResultsAndNonChannelConstantsAlone) {
   const Graph g = make_graph(
       {{"x", {1, 2, 4, 4}}},

@@ -25,6 +25,13 @@ Tensor Tensor::view(DType dtype, Shape shape, std::byte* data) {
   return t;
 }
 
+Tensor Tensor::borrowed(DType dtype, Shape shape, std::byte* data, std::shared_ptr<void> owner) {
+  if (!data || !owner) internal_error("Tensor::borrowed: no data or no owner");
+  Tensor t = view(dtype, std::move(shape), data);
+  t.owner_ = std::move(owner);
+  return t;
+}
+
 void Tensor::rebind(std::byte* data) {
   if (!viewing_) fail("Tensor::rebind: not a view");
   if (!data) fail("Tensor::rebind: null data");

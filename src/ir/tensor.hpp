@@ -1,10 +1,12 @@
 // A dense, row-major tensor value: dtype, static shape and owned bytes — or, for the
 // plan executor, a view of bytes owned elsewhere (an arena slot, a weight), so kernels
-// can read and write those in place without a copy.
+// can read and write those in place without a copy — or bytes borrowed from a file
+// mapping that its copies keep alive.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <stdexcept>
 #include <vector>
@@ -30,6 +32,9 @@ class Tensor {
   // A view of numel(shape) elements at `data`, which the caller owns and keeps alive.
   // Copying a view copies the alias, not the bytes.
   static Tensor view(DType dtype, Shape shape, std::byte* data);
+  // A tensor over bytes that `owner` keeps alive (a weight's file mapping:
+  // util/safe_file.hpp); every copy shares `owner`, so the bytes live as long as any.
+  static Tensor borrowed(DType dtype, Shape shape, std::byte* data, std::shared_ptr<void> owner);
   bool is_view() const { return viewing_; }
   // Points a view at other memory of the same size (per execution; no allocation).
   void rebind(std::byte* data);
@@ -81,6 +86,7 @@ class Tensor {
   std::byte* view_ = nullptr;
   std::size_t view_bytes_ = 0;
   bool viewing_ = false;
+  std::shared_ptr<void> owner_;  // of view_'s bytes, where borrowed
 };
 
 template <typename T>

@@ -93,6 +93,10 @@ bool has_external_data(const TensorProto& proto) {
 
 namespace {
 
+// External tensors of this size and more are mapped rather than read (tensor_from_proto);
+// smaller ones would each take a mapping (the system allows some 65,000) for little.
+constexpr std::int64_t kMappedBytes = std::int64_t{1} << 20;
+
 struct ExternalRef {
   std::string location;
   std::int64_t offset = 0;
@@ -257,8 +261,18 @@ Tensor tensor_from_proto(const TensorProto& proto, const std::string& base_dir,
   // Validate the source size first, then allocate.
   if (has_external_data(proto)) {
     const std::string file = check_external(proto, nbytes, base_dir, context);
-    Tensor out(*dtype, Shape(proto.dims().begin(), proto.dims().end()));
-    read_file_range(file, external_ref(proto, context).offset, nbytes, out.raw(), context);
+    const std::int64_t offset = external_ref(proto, context).offset;
+    // Large ones mapped, as ONNX Runtime does: the rows of an embedding table that no
+    // input looks up are never loaded (DeBERTa-v2's 750 MiB one), and a weight the
+    // executor holds only packed goes back to the system when the graph drops it. At an
+    // offset aligned for any element type, as exporters write them.
+    if (nbytes >= kMappedBytes && offset % 64 == 0) {
+      if (auto mapped = map_file_range(file, offset, nbytes, context)) {
+        return Tensor::borrowed(*dtype, dims, mapped->data, std::move(mapped->owner));
+      }
+    }
+    Tensor out(*dtype, dims);
+    read_file_range(file, offset, nbytes, out.raw(), context);
     return out;
   }
   if (proto.has_raw_data()) {

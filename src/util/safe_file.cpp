@@ -1,6 +1,7 @@
 #include "util/safe_file.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,6 +27,11 @@ class Fd {
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
   int get() const { return fd_; }
+  int release() {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
 
  private:
   int fd_;
@@ -119,9 +125,12 @@ std::string confined_path(const std::string& folder, const std::string& location
   return target.string();
 }
 
-void read_file_range(const std::string& path, std::int64_t offset, std::int64_t length, void* out,
-                     const std::string& context) {
-  const std::string what = context + ": data file";
+namespace {
+
+// The data file opened for a range of it (no final symlink followed, a regular file long
+// enough), or an error naming it.
+int open_range(const std::string& path, std::int64_t offset, std::int64_t length,
+               const std::string& what) {
   Fd fd(open_for_reading(path, false));
   if (fd.get() < 0) {
     if (errno == ELOOP) fail("{} '{}' is a symbolic link; it is not followed", what, path);
@@ -133,7 +142,31 @@ void read_file_range(const std::string& path, std::int64_t offset, std::int64_t 
     fail("{} '{}' is too short (need {} bytes at offset {}, it has {})", what, path, length, offset,
          size);
   }
+  return fd.release();
+}
+
+}  // namespace
+
+void read_file_range(const std::string& path, std::int64_t offset, std::int64_t length, void* out,
+                     const std::string& context) {
+  const std::string what = context + ": data file";
+  Fd fd(open_range(path, offset, length, what));
   read_at(fd.get(), offset, length, static_cast<char*>(out), path, what);
+}
+
+std::optional<MappedRange> map_file_range(const std::string& path, std::int64_t offset,
+                                          std::int64_t length, const std::string& context) {
+  Fd fd(open_range(path, offset, length, context + ": data file"));
+  if (length == 0) return std::nullopt;
+  const std::int64_t page = ::sysconf(_SC_PAGESIZE);
+  const std::int64_t start = page > 0 ? offset - offset % page : offset;
+  const auto span = static_cast<std::size_t>(length + (offset - start));
+  void* base = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd.get(), start);
+  if (base == MAP_FAILED) return std::nullopt;
+  MappedRange m;
+  m.data = static_cast<std::byte*>(base) + (offset - start);
+  m.owner = std::shared_ptr<void>(base, [span](void* p) { ::munmap(p, span); });
+  return m;
 }
 
 std::int64_t regular_file_size(const std::string& path) {

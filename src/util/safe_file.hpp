@@ -3,7 +3,10 @@
 // anything is allocated, and paths that a model names are confined to its folder.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 
 namespace orchid {
@@ -24,6 +27,18 @@ std::string confined_path(const std::string& folder, const std::string& location
 // short file, before writing to `out`.
 void read_file_range(const std::string& path, std::int64_t offset, std::int64_t length, void* out,
                      const std::string& context);
+
+// `length` bytes at `offset` of the regular file `path`, checked as read_file_range
+// checks them, mapped privately (copy on write: the file never changes) instead of read:
+// pages nothing touches are never loaded, and they all go back to the system once `owner`
+// (which every holder of `data` keeps) is gone. nullopt where the system refuses the
+// mapping (the caller reads instead). The file must not shrink while mapped.
+struct MappedRange {
+  std::byte* data = nullptr;
+  std::shared_ptr<void> owner;
+};
+std::optional<MappedRange> map_file_range(const std::string& path, std::int64_t offset,
+                                          std::int64_t length, const std::string& context);
 
 // Size of a regular file (not following a final symlink), or -1 if it is not one.
 std::int64_t regular_file_size(const std::string& path);

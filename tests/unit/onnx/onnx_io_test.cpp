@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
 
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
@@ -423,6 +424,31 @@ TEST_F(OnnxIo, ExternalDataReadsSideFileRelativeToModel) {
   auto m = external_conv_model("data/weights.bin", 16);
   const Graph g = read_onnx(save(m, "sub/model.onnx"));
   EXPECT_EQ(g.tensor("W").data->to_floats(), w);
+}
+
+// A large external tensor at an offset aligned to 64 bytes (as exporters write them, here
+// not to a page) is mapped, not read; one elsewhere is read. Both hold the file's values,
+// and a mapped one stays valid in copies of the graph after the original is gone.
+TEST_F(OnnxIo, LargeExternalTensorsAreMappedWhereAligned) {
+  std::vector<float> w(512 * 1024);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 1000) * 0.5f;
+  for (const std::int64_t offset : {std::int64_t{4160}, std::int64_t{4100}}) {
+    std::string bytes(static_cast<std::size_t>(offset), 'x');
+    bytes.append(reinterpret_cast<const char*>(w.data()), w.size() * 4);
+    write_bytes("big.bin", bytes);
+    auto m = make_model();
+    add_input(m, "X", {2, 512});
+    TensorProto t = float_tensor("W", {512, 1024}, std::vector<float>(w.size(), 0.f));
+    make_external(t, "big.bin", offset, static_cast<std::int64_t>(w.size() * 4));
+    add_init(m, t);
+    add_node(m, "MatMul", {"X", "W"}, {"y"});
+    add_typed_output(m, "y", {2, 1024});
+    std::optional<Graph> g = read_onnx(save(m));
+    EXPECT_EQ(g->tensor("W").data->is_view(), offset % 64 == 0) << offset;
+    const Graph copy = *g;
+    g.reset();
+    EXPECT_EQ(copy.tensor("W").data->to_floats(), w) << offset;
+  }
 }
 
 TEST_F(OnnxIo, ExternalDataErrorsNameTensorAndFile) {

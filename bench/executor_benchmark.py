@@ -112,7 +112,7 @@ AVX2_ENV = {"ONEDNN_MAX_CPU_ISA": "AVX2"}   # where the CPU cannot be masked: on
 GLIBC_NO_AVX512 = {"GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,"
                                      "-AVX512CD,-AVX512ER,-AVX512PF"}
 SPINNER = ["taskset", "-c", "0", "sh", "-c", "while :; do :; done"]
-TRANSFORMERS = ("vit", "bert", "segformer", "distilbert")   # name parts of transformer models
+TRANSFORMERS = ("vit", "bert", "segformer", "electra", "gpt2")   # name parts of transformer models
 LABELS = {"default": "orchid default", "default-avx2": "orchid default AVX2",
           "optimal": "optimal", "fastest": "fastest", "operator-level": "operator-level",
           "greedy-fusion": "greedy-fusion", "onnxruntime": "ONNX Runtime", "pytorch": "PyTorch",

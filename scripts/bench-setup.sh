@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The benchmarks' Python environment: a venv with onnxruntime, numpy, PyTorch and
-# torchvision (CPU wheels), so that `.venv/bin/python bench/executor_benchmark.py` (README)
+# The benchmarks' Python environment: a venv with onnxruntime, numpy, PyTorch, torchvision
+# (CPU wheels) and transformers, so that `.venv/bin/python bench/executor_benchmark.py` (README)
 # works on a fresh machine. Idempotent: an existing venv is kept and only what it lacks is
 # installed.
 #
@@ -57,9 +57,15 @@ if ((torch)) && ! has onnxscript; then
   echo "installing onnxscript into $venv"
   "$py" -m pip install --quiet onnxscript
 fi
+# transformers: the Hugging Face encoders and GPT-2 that tools/check_third_party.py builds from
+# their configurations (random weights, nothing downloaded from the Hub).
+if ((torch)) && ! has transformers; then
+  echo "installing transformers into $venv"
+  "$py" -m pip install --quiet transformers
+fi
 "$py" - <<'PY'
 import importlib
-for name in ("numpy", "onnxruntime", "onnx", "torch", "torchvision", "onnxscript"):
+for name in ("numpy", "onnxruntime", "onnx", "torch", "torchvision", "onnxscript", "transformers"):
     try:
         m = importlib.import_module(name)
         print(f"{name:12s} {getattr(m, '__version__', '?')}")

@@ -90,6 +90,7 @@ enum class OnednnAlgorithm {
   // No single op has these: the epilogue matcher recognises them in fissioned chains.
   EltwiseSwish,      // x * Sigmoid(x)
   EltwiseGeluErf,    // x * (Erf(x / sqrt 2) + 1) * 0.5
+  EltwiseGeluTanh,   // 0.5 x (1 + Tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
   EltwiseHardSwish,  // x * Clip(x / 6 + 0.5, 0, 1)
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <optional>
 
 #include "runtime/kernel_dataflow.hpp"
@@ -37,6 +38,81 @@ std::optional<float> constant_scalar(const Graph& g, const std::string& t) {
 
 PostOp eltwise(OnednnAlgorithm a, float alpha = 0, float beta = 0) {
   return PostOp{PostOp::Kind::Eltwise, a, alpha, beta, {}};
+}
+
+// Whether kernel nodes at .. at + 7 compute 0.5 x (1 + Tanh(c (x + k Pow(x, 3)))) of
+// x = `chain` (c = sqrt(2 / pi), k = 0.044715), the last of them giving the result, with
+// the halving on x or on the product.
+bool gelu_tanh(const Graph& graph, const PlannedKernel& pk, std::size_t at,
+               const std::string& chain) {
+  if (at + 8 > pk.nodes.size()) return false;
+  const Shape& shape = graph.tensor(chain).shape;
+  std::map<std::string, const Node*> by_output;
+  for (std::size_t k = 0; k < 8; ++k) {
+    const Node& n = graph.nodes[pk.nodes[at + k]];
+    if (n.outputs.size() != 1 || !is_f32(graph, n.outputs[0]) ||
+        graph.tensor(n.outputs[0]).shape != shape) {
+      return false;
+    }
+    by_output[n.outputs[0]] = &n;
+  }
+  auto near = [&](const std::string& t, double want) {
+    const auto v = constant_scalar(graph, t);
+    return v && std::fabs(*v - want) <= 1e-4 * std::fabs(want);
+  };
+  // The node of `op` with two inputs that gives `t`, one of them `a`; its other input.
+  auto binary = [&](const std::string& t, const char* op,
+                    const std::string& a) -> std::optional<std::string> {
+    const auto it = by_output.find(t);
+    if (it == by_output.end()) return std::nullopt;
+    const Node& n = *it->second;
+    if (n.op_type != op || n.inputs.size() != 2) return std::nullopt;
+    if (n.inputs[0] == a) return n.inputs[1];
+    if (n.inputs[1] == a) return n.inputs[0];
+    return std::nullopt;
+  };
+  // Which operand of a two-input node of `op` giving `t` satisfies `pred`; the other.
+  auto split = [&](const std::string& t, const char* op,
+                   const auto& pred) -> std::optional<std::pair<std::string, std::string>> {
+    const auto it = by_output.find(t);
+    if (it == by_output.end() || it->second->op_type != op || it->second->inputs.size() != 2) {
+      return std::nullopt;
+    }
+    const auto& in = it->second->inputs;
+    if (pred(in[0])) return std::make_pair(in[0], in[1]);
+    if (pred(in[1])) return std::make_pair(in[1], in[0]);
+    return std::nullopt;
+  };
+  const std::string& last = graph.nodes[pk.nodes[at + 7]].outputs[0];
+  // 1 + Tanh(...): the factor that holds the Tanh.
+  auto is_one_plus_tanh = [&](const std::string& t) {
+    const auto tanh_out = split(t, "Add", [&](const std::string& u) {
+      const auto it = by_output.find(u);
+      return it != by_output.end() && it->second->op_type == "Tanh";
+    });
+    if (!tanh_out || !near(tanh_out->second, 1.0)) return false;
+    const Node& th = *by_output.at(tanh_out->first);
+    if (th.inputs.size() != 1) return false;
+    const auto inner =
+        split(th.inputs[0], "Mul", [&](const std::string& u) { return by_output.count(u) > 0; });
+    if (!inner || !near(inner->second, 0.7978845608028654)) return false;
+    const auto cubic = binary(inner->first, "Add", chain);
+    if (!cubic) return false;
+    const auto pow_out =
+        split(*cubic, "Mul", [&](const std::string& u) { return by_output.count(u) > 0; });
+    if (!pow_out || !near(pow_out->second, 0.044715)) return false;
+    const auto three = binary(pow_out->first, "Pow", chain);
+    return three && by_output.at(pow_out->first)->inputs[0] == chain && near(*three, 3.0);
+  };
+  // (0.5 x) * (1 + tanh) or (x * (1 + tanh)) * 0.5.
+  if (const auto f = split(last, "Mul", is_one_plus_tanh)) {
+    const auto half = binary(f->second, "Mul", chain);
+    return half && near(*half, 0.5);
+  }
+  const auto halved = split(last, "Mul", [&](const std::string& u) { return near(u, 0.5); });
+  if (!halved) return false;
+  const auto f = binary(halved->second, "Mul", chain);
+  return f && is_one_plus_tanh(*f);
 }
 
 // An activation that fission spelled as several primitives, starting at kernel node `at`
@@ -77,6 +153,12 @@ std::optional<std::pair<PostOp, std::size_t>> composite_post_op(const Graph& gra
   if (is(n0, "Sigmoid", 1) && n0->inputs[0] == chain && is(n1, "Mul", 2) &&
       other_of(n1, chain) == n0->outputs[0] && accept(2, 2)) {
     return std::make_pair(eltwise(OnednnAlgorithm::EltwiseSwish, 1.0f), std::size_t{2});
+  }
+  // gelu, tanh form (GPT-2, ALBERT: Hugging Face's gelu_new):
+  // 0.5 x (1 + Tanh(sqrt(2 / pi) (x + 0.044715 Pow(x, 3)))), its eight nodes in any
+  // order the kernel has them.
+  if (gelu_tanh(graph, pk, at, chain) && accept(8, 3)) {
+    return std::make_pair(eltwise(OnednnAlgorithm::EltwiseGeluTanh, 0.0f), std::size_t{8});
   }
   const Node* n2 = node(2);
   const Node* n3 = node(3);

@@ -9,8 +9,9 @@
 // or Min with a constant scalar as a clip) or a binary post-op (Add, Mul, and Sub / Div
 // with the chain on the left) whose other operand is an f32 tensor computed outside the
 // chain that broadcasts to the result. Two activations fission spells as several
-// primitives are recognised whole: swish x * Sigmoid(x) (SiLU) and gelu
-// x * (Erf(x / sqrt 2) + 1) * 0.5 (BERT, ViT), the scale also as Mul by 1 / sqrt 2.
+// primitives are recognised whole: swish x * Sigmoid(x) (SiLU), gelu
+// x * (Erf(x / sqrt 2) + 1) * 0.5 (BERT, ViT), the scale also as Mul by 1 / sqrt 2, and
+// gelu's tanh form 0.5 x (1 + Tanh(sqrt(2 / pi) (x + 0.044715 x^3))) (GPT-2, ALBERT).
 #pragma once
 
 #include <cstddef>

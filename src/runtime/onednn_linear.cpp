@@ -135,6 +135,8 @@ dnnl::algorithm to_dnnl(OnednnAlgorithm a) {
       return A::eltwise_swish;
     case OnednnAlgorithm::EltwiseGeluErf:
       return A::eltwise_gelu_erf;
+    case OnednnAlgorithm::EltwiseGeluTanh:
+      return A::eltwise_gelu_tanh;
     case OnednnAlgorithm::EltwiseHardSwish:
       return A::eltwise_hardswish;
     case OnednnAlgorithm::BinaryAdd:

@@ -85,6 +85,35 @@ TEST(EpilogueMatcher, SwishAndGeluFromTheirFissionedForms) {
   EXPECT_EQ(gelu.result, "y");
 }
 
+// GPT-2's and ALBERT's gelu, 0.5 x (1 + Tanh(sqrt(2 / pi) (x + 0.044715 x^3))), with the
+// halving on x or on the product, the nodes in either order; another cubic weight is no
+// gelu.
+TEST(EpilogueMatcher, GeluTanhFormWithTheHalvingEitherSide) {
+  const std::vector<std::pair<std::string, Tensor>> constants{
+      {"half", f32({}, {0.5f})},       {"three", f32({}, {3.0f})}, {"k", f32({}, {0.044715f})},
+      {"c", f32({}, {0.7978845608f})}, {"one", f32({}, {1.0f})},   {"other_k", f32({}, {0.05f})}};
+  const std::vector<NodeSpec> cube_first{
+      {"Pow", {"mm", "three"}, {"p"}}, {"Mul", {"p", "k"}, {"q"}}, {"Add", {"mm", "q"}, {"s"}},
+      {"Mul", {"s", "c"}, {"t"}},      {"Tanh", {"t"}, {"th"}},    {"Add", {"th", "one"}, {"a"}}};
+  std::vector<NodeSpec> on_x{{"Mul", {"mm", "half"}, {"h"}}};
+  on_x.insert(on_x.end(), cube_first.begin(), cube_first.end());
+  on_x.push_back({"Mul", {"h", "a"}, {"y"}});
+  std::vector<NodeSpec> on_product = cube_first;
+  on_product.push_back({"Mul", {"mm", "a"}, {"xa"}});
+  on_product.push_back({"Mul", {"half", "xa"}, {"y"}});
+  for (const auto& nodes : {on_x, on_product}) {
+    const EpilogueMatch m = match_after_matmul(nodes, constants, {"y"});
+    ASSERT_EQ(m.post_ops.size(), 1u);
+    EXPECT_EQ(m.post_ops[0].algorithm, OnednnAlgorithm::EltwiseGeluTanh);
+    EXPECT_EQ(m.nodes, 9u);
+    EXPECT_EQ(m.result, "y");
+  }
+  auto other = on_x;
+  other[2].inputs[1] = "other_k";
+  const EpilogueMatch m = match_after_matmul(other, constants, {"y"});
+  for (const auto& op : m.post_ops) EXPECT_NE(op.algorithm, OnednnAlgorithm::EltwiseGeluTanh);
+}
+
 // x * Clip(x / 6 + 0.5, 0, 1), as fission spells HardSwish: oneDNN's hardswish (its
 // alpha 1/6 and beta 0.5 are fixed); another slope stays a chain of its own.
 TEST(EpilogueMatcher, HardSwishFromItsFissionedForm) {

@@ -148,6 +148,34 @@ TEST(OnednnLinear, AConvolutionOnABlockedLayoutRunsAsTheGraph) {
   expect_runs_as_the_graph(op, stream, g, make_random_inputs(g, 8), {"b", "r"}, "y");
 }
 
+// gelu's tanh form as oneDNN's gelu_tanh post-op computes what its eight nodes do.
+TEST(OnednnLinear, GeluTanhPostOpRunsAsTheGraph) {
+  using runtime_test::f32;
+  const Graph g = make_graph({{"a", {6, 16}}},
+                             {{"w", pattern({16, 24})},
+                              {"half", f32({}, {0.5f})},
+                              {"three", f32({}, {3.0f})},
+                              {"k", f32({}, {0.044715f})},
+                              {"c", f32({}, {0.7978845608f})},
+                              {"one", f32({}, {1.0f})}},
+                             {{"MatMul", {"a", "w"}, {"m"}},
+                              {"Mul", {"m", "half"}, {"h"}},
+                              {"Pow", {"m", "three"}, {"p"}},
+                              {"Mul", {"p", "k"}, {"q"}},
+                              {"Add", {"m", "q"}, {"s"}},
+                              {"Mul", {"s", "c"}, {"t"}},
+                              {"Tanh", {"t"}, {"th"}},
+                              {"Add", {"th", "one"}, {"e"}},
+                              {"Mul", {"h", "e"}, {"y"}}},
+                             {"y"});
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  PackedWeights packing;
+  const PostOp gelu{PostOp::Kind::Eltwise, OnednnAlgorithm::EltwiseGeluTanh, 0, 0, ""};
+  LinearOp op = make_linear(engine, stream, g, g.nodes[0], {gelu}, {}, packing);
+  expect_runs_as_the_graph(op, stream, g, make_random_inputs(g, 4), {}, "y");
+}
+
 TEST(OnednnLinear, OnlyAFirstConstantAddPerColumnIsAMatMulsBias) {
   // A full-size first Add is no bias; the per-column constant after it is not first.
   const Graph g = make_graph(

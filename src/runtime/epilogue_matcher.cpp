@@ -40,6 +40,19 @@ PostOp eltwise(OnednnAlgorithm a, float alpha = 0, float beta = 0) {
   return PostOp{PostOp::Kind::Eltwise, a, alpha, beta, {}};
 }
 
+// Whether `n` only relabels `chain`'s bytes with another shape (a Reshape with a constant
+// shape, Flatten, Squeeze, Unsqueeze) into an f32 result.
+bool relabels(const Graph& graph, const Node& n, const std::string& chain) {
+  if (!keeps_flat_order(n.op_type) || n.inputs.empty() || n.inputs[0] != chain ||
+      n.outputs.size() != 1 || !is_f32(graph, n.outputs[0])) {
+    return false;
+  }
+  for (std::size_t k = 1; k < n.inputs.size(); ++k) {
+    if (!n.inputs[k].empty() && !graph.is_constant(n.inputs[k])) return false;
+  }
+  return true;
+}
+
 // Whether kernel nodes at .. at + 7 compute 0.5 x (1 + Tanh(c (x + k Pow(x, 3)))) of
 // x = `chain` (c = sqrt(2 / pi), k = 0.044715), the last of them giving the result, with
 // the halving on x or on the product.
@@ -257,9 +270,21 @@ Refusable<PostOp> as_post_op(const Graph& g, const Node& n, const std::string& c
 EpilogueMatch match_epilogue(const Graph& graph, const PlannedKernel& pk, std::size_t pos) {
   EpilogueMatch m;
   const Node& lin = graph.nodes[pk.nodes[pos]];
+  const bool matmul = op_traits(lin.op_type).onednn == OnednnAlgorithm::MatMul;
   std::set<std::string> internal;
   std::string chain = lin.outputs[0];
-  const Shape& out_shape = graph.tensor(chain).shape;
+  bool relabelled = false;  // a Reshape passed: operands must be scalars from there on
+  // `n` reading `chain` as a post-op on the chain's current shape (after a Reshape only
+  // with a scalar operand, which broadcasts alike in either shape).
+  auto post_op_of = [&](const Node& n, const std::string& value,
+                        const std::set<std::string>& inside) -> Refusable<PostOp> {
+    auto po = as_post_op(graph, n, value, graph.tensor(value).shape, inside);
+    if (po && relabelled && po->kind == PostOp::Kind::Binary &&
+        shape_numel(graph.tensor(po->operand).shape) != 1) {
+      return refusal("{}: its operand is not a scalar after a Reshape", n.describe());
+    }
+    return po;
+  };
   std::size_t end = pos + 1;
   while (end < pk.nodes.size()) {
     // The running value must feed only the next node(s) and stay inside the kernel.
@@ -285,7 +310,27 @@ EpilogueMatch match_epilogue(const Graph& graph, const PlannedKernel& pk, std::s
       break;
     }
     internal.insert(chain);
-    auto po = as_post_op(graph, n, chain, out_shape, internal);
+    // A MatMul's result reshaped between it and its activation (GPT-2's Gemm, Reshape,
+    // then tanh-GELU): the same bytes under another shape, passed where a post-op follows.
+    if (matmul && relabels(graph, n, chain) && end + 1 < pk.nodes.size()) {
+      const std::string& next = n.outputs[0];
+      const bool saved = relabelled;
+      relabelled = true;
+      bool follows = composite_post_op(graph, pk, pos, end + 1, next).has_value();
+      if (!follows && readers_from(graph, pk, end + 1, next) == 1) {
+        std::set<std::string> inside = internal;
+        inside.insert(next);
+        follows = static_cast<bool>(post_op_of(graph.nodes[pk.nodes[end + 1]], next, inside));
+      }
+      relabelled = saved || follows;
+      if (follows) {
+        chain = next;
+        ++m.reshapes;
+        ++end;
+        continue;
+      }
+    }
+    auto po = post_op_of(n, chain, internal);
     if (!po) {
       m.stopped = po.why();
       break;

@@ -12,6 +12,8 @@
 // primitives are recognised whole: swish x * Sigmoid(x) (SiLU), gelu
 // x * (Erf(x / sqrt 2) + 1) * 0.5 (BERT, ViT), the scale also as Mul by 1 / sqrt 2, and
 // gelu's tanh form 0.5 x (1 + Tanh(sqrt(2 / pi) (x + 0.044715 x^3))) (GPT-2, ALBERT).
+// After a MatMul the chain may pass a Reshape (the same bytes) where a post-op follows
+// it; from there on binary operands must be scalars.
 #pragma once
 
 #include <cstddef>
@@ -37,9 +39,10 @@ struct PostOp {
 
 struct EpilogueMatch {
   std::vector<PostOp> post_ops;
-  std::string result;     // the chain's last tensor: what the linear stage writes
-  std::size_t nodes = 1;  // kernel nodes covered, the linear one included
-  std::string stopped;    // why the chain ends there ("" when the kernel ends)
+  std::string result;        // the chain's last tensor: what the linear stage writes
+  std::size_t nodes = 1;     // kernel nodes covered, the linear one included
+  std::size_t reshapes = 0;  // of them, Reshapes passed between post-ops (no work)
+  std::string stopped;       // why the chain ends there ("" when the kernel ends)
 };
 
 // The epilogue of the linear primitive at kernel position `pos`.

@@ -35,6 +35,7 @@ struct LinearStage {
   // Reshapes after the epilogue that end the kernel: their last result is `y` itself
   // (the same bytes in another shape), so they cost nothing. Stored plain.
   std::vector<std::string> views;
+  std::size_t reshapes = 0;  // Reshapes inside the epilogue (EpilogueMatch::reshapes)
 };
 
 struct LoopStage {

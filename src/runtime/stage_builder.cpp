@@ -66,6 +66,7 @@ std::optional<std::pair<LinearStage, std::size_t>> StageBuilder::linear_stage(
     if (p.kind == PostOp::Kind::Binary) p.operand = places.arena_name(p.operand);
   }
   st.post_ops = std::move(epilogue.post_ops);
+  st.reshapes = epilogue.reshapes;
   st.extra_ptrs.resize(st.extra.size());
   const std::size_t nodes = epilogue.nodes + st.views.size();
   return std::make_pair(std::move(st), nodes);
@@ -229,7 +230,7 @@ std::vector<Stage> StageBuilder::build(const PlannedKernel& pk) {
     if (is_linear(pos)) {
       if (auto st = linear_stage(pk, pos, places)) {
         stats_.dnnl_primitives += 1;
-        stats_.epilogue_primitives += st->second - 1 - st->first.views.size();
+        stats_.epilogue_primitives += st->second - 1 - st->first.views.size() - st->first.reshapes;
         stages.emplace_back(std::move(st->first));
         pos += st->second;
         continue;

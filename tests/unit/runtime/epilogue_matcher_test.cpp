@@ -114,6 +114,33 @@ TEST(EpilogueMatcher, GeluTanhFormWithTheHalvingEitherSide) {
   for (const auto& op : m.post_ops) EXPECT_NE(op.algorithm, OnednnAlgorithm::EltwiseGeluTanh);
 }
 
+// A Reshape after the MatMul is passed where a post-op follows it, and after it a binary
+// operand must be a scalar; a Reshape that nothing follows ends the chain.
+TEST(EpilogueMatcher, PassesAReshapeWhereAPostOpFollows) {
+  const std::vector<std::pair<std::string, Tensor>> constants{
+      {"to3d", runtime_test::i64({3}, {2, 2, 6})}, {"s", f32({}, {2.0f})}, {"row", pattern({6})}};
+  const EpilogueMatch m = match_after_matmul(
+      {{"Reshape", {"mm", "to3d"}, {"r"}}, {"Tanh", {"r"}, {"t"}}, {"Mul", {"t", "s"}, {"y"}}},
+      constants, {"y"});
+  ASSERT_EQ(m.post_ops.size(), 2u);
+  EXPECT_EQ(m.post_ops[0].algorithm, OnednnAlgorithm::EltwiseTanh);
+  EXPECT_EQ(m.post_ops[1].operand, "s");
+  EXPECT_EQ(m.nodes, 4u);
+  EXPECT_EQ(m.reshapes, 1u);
+  EXPECT_EQ(m.result, "y");
+
+  const EpilogueMatch row = match_after_matmul(
+      {{"Reshape", {"mm", "to3d"}, {"r"}}, {"Add", {"r", "row"}, {"y"}}}, constants, {"y"});
+  EXPECT_TRUE(row.post_ops.empty());
+  EXPECT_EQ(row.result, "mm");
+  EXPECT_EQ(row.reshapes, 0u);
+
+  const EpilogueMatch last = match_after_matmul(
+      {{"Tanh", {"mm"}, {"t"}}, {"Reshape", {"t", "to3d"}, {"y"}}}, constants, {"y"});
+  EXPECT_EQ(last.result, "t");  // a trailing Reshape is the stage builder's view
+  EXPECT_EQ(last.reshapes, 0u);
+}
+
 // x * Clip(x / 6 + 0.5, 0, 1), as fission spells HardSwish: oneDNN's hardswish (its
 // alpha 1/6 and beta 0.5 are fixed); another slope stays a chain of its own.
 TEST(EpilogueMatcher, HardSwishFromItsFissionedForm) {

@@ -348,6 +348,39 @@ TEST(StageBuilder, ReshapesEndingAMatMulKernelAreViewsOfItsResult) {
   EXPECT_NE(copies.find("fused loop"), std::string::npos) << copies;
 }
 
+// GPT-2's MLP: Gemm, Reshape to [1, S, 4E], tanh-GELU. The Reshape relabels the MatMul's
+// result, so the GELU is its post-op: one oneDNN primitive, no fused loop, the reference's
+// values.
+TEST(StageBuilder, AReshapeBetweenAMatMulAndItsActivationIsPassed) {
+  using runtime_test::f32;
+  const Graph g = make_graph({{"x", {6, 16}}},
+                             {{"w", pattern({16, 24})},
+                              {"to3d", runtime_test::i64({3}, {1, 6, 24})},
+                              {"half", f32({}, {0.5f})},
+                              {"three", f32({}, {3.0f})},
+                              {"k", f32({}, {0.044715f})},
+                              {"c", f32({}, {0.7978845608f})},
+                              {"one", f32({}, {1.0f})}},
+                             {{"MatMul", {"x", "w"}, {"m"}},
+                              {"Reshape", {"m", "to3d"}, {"r"}},
+                              {"Mul", {"r", "half"}, {"h"}},
+                              {"Pow", {"r", "three"}, {"p"}},
+                              {"Mul", {"p", "k"}, {"q"}},
+                              {"Add", {"r", "q"}, {"s"}},
+                              {"Mul", {"s", "c"}, {"t"}},
+                              {"Tanh", {"t"}, {"th"}},
+                              {"Add", {"th", "one"}, {"e"}},
+                              {"Mul", {"h", "e"}, {"y"}}},
+                             {"y"});
+  const Plan plan = one_kernel_plan(g);
+  PlanExecutor executor(g, plan, {});
+  const TensorMap feed = make_random_inputs(g, 5);
+  expect_matches(executor.run(feed), ReferenceInterpreter(g).run(feed));
+  const std::string how = executor.describe_kernel(0);
+  EXPECT_EQ(how.find("fused loop"), std::string::npos) << how;
+  EXPECT_EQ(executor.stats().epilogue_primitives, 8u);  // the GELU's nodes, not the Reshape
+}
+
 // NHWC <-> NCHW transposes on each side of a convolution (a vision transformer's tokens
 // turned into an image and back, passes/token_transposes.hpp), each its own kernel: the
 // transposes are oneDNN reorders into and out of the layout the convolution keeps, so the

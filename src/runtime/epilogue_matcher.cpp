@@ -312,21 +312,37 @@ EpilogueMatch match_epilogue(const Graph& graph, const PlannedKernel& pk, std::s
     internal.insert(chain);
     // A MatMul's result reshaped between it and its activation (GPT-2's Gemm, Reshape,
     // then tanh-GELU): the same bytes under another shape, passed where a post-op follows.
-    if (matmul && relabels(graph, n, chain) && end + 1 < pk.nodes.size()) {
-      const std::string& next = n.outputs[0];
-      const bool saved = relabelled;
-      relabelled = true;
-      bool follows = composite_post_op(graph, pk, pos, end + 1, next).has_value();
-      if (!follows && readers_from(graph, pk, end + 1, next) == 1) {
-        std::set<std::string> inside = internal;
+    if (matmul && relabels(graph, n, chain)) {
+      // The run of relabellings from here (a Gemm's own Reshape, then the model's), each
+      // read once, and what follows them.
+      std::size_t after = end;
+      std::string next = chain;
+      std::set<std::string> inside = internal;
+      while (after < pk.nodes.size() && relabels(graph, graph.nodes[pk.nodes[after]], next) &&
+             (after == end || readers_from(graph, pk, after, next) == 1) &&
+             std::find(pk.outputs.begin(), pk.outputs.end(), next) == pk.outputs.end()) {
         inside.insert(next);
-        follows = static_cast<bool>(post_op_of(graph.nodes[pk.nodes[end + 1]], next, inside));
+        next = graph.nodes[pk.nodes[after]].outputs[0];
+        ++after;
       }
-      relabelled = saved || follows;
+      bool follows = false;
+      if (after < pk.nodes.size() &&
+          std::find(pk.outputs.begin(), pk.outputs.end(), next) == pk.outputs.end()) {
+        const bool saved = relabelled;
+        relabelled = true;
+        follows = composite_post_op(graph, pk, pos, after, next).has_value();
+        if (!follows && readers_from(graph, pk, after, next) == 1) {
+          std::set<std::string> with_next = inside;
+          with_next.insert(next);
+          follows = static_cast<bool>(post_op_of(graph.nodes[pk.nodes[after]], next, with_next));
+        }
+        relabelled = saved || follows;
+      }
       if (follows) {
+        internal = std::move(inside);
         chain = next;
-        ++m.reshapes;
-        ++end;
+        m.reshapes += after - end;
+        end = after;
         continue;
       }
     }

@@ -129,6 +129,15 @@ TEST(EpilogueMatcher, PassesAReshapeWhereAPostOpFollows) {
   EXPECT_EQ(m.reshapes, 1u);
   EXPECT_EQ(m.result, "y");
 
+  // Two in a row (a Gemm's own Reshape, then the model's).
+  const EpilogueMatch two = match_after_matmul({{"Reshape", {"mm", "to3d"}, {"r"}},
+                                                {"Reshape", {"r", "to3d"}, {"r2"}},
+                                                {"Tanh", {"r2"}, {"y"}}},
+                                               constants, {"y"});
+  ASSERT_EQ(two.post_ops.size(), 1u);
+  EXPECT_EQ(two.reshapes, 2u);
+  EXPECT_EQ(two.result, "y");
+
   const EpilogueMatch row = match_after_matmul(
       {{"Reshape", {"mm", "to3d"}, {"r"}}, {"Add", {"r", "row"}, {"y"}}}, constants, {"y"});
   EXPECT_TRUE(row.post_ops.empty());

@@ -25,6 +25,9 @@ struct FissionState {
   std::map<std::string, std::string> softmax_exp;
   // QuantizeLinear output -> its saturated float value before the Cast (for QDQ pairs).
   std::map<std::string, std::string> quantized_as_float;
+  // Bytes that folds past the size limit may still make (RuleContext::append): the
+  // model's constants' bytes, set at the first such fold; -1 before.
+  std::int64_t large_fold_allowance = -1;
 };
 
 class RuleContext {

@@ -81,8 +81,10 @@ std::string RuleContext::append(Node node) {
   infer_node_types(g, node);
   const std::string y = node.outputs[0];
 
-  // Folded when every input is constant and the result is small or no larger than an
-  // input (a weight's Transpose or Reshape: nothing more is held than before).
+  // Folded when every input is constant and the result is small, or no larger than an
+  // input (a weight's Transpose or Reshape) within an allowance of the model's own
+  // constant bytes, so such folds at most double them (a hostile model may transpose one
+  // large weight a hundred times).
   bool foldable = !is_graph_output(g, y);
   std::int64_t largest_input = 0;
   std::vector<const Tensor*> values;
@@ -92,8 +94,19 @@ std::string RuleContext::append(Node node) {
     if (v) largest_input = std::max(largest_input, v->numel());
     values.push_back(v);
   }
-  foldable =
-      foldable && shape_numel(g.tensor(y).shape) <= std::max(kMaxFoldedElements, largest_input);
+  const std::int64_t elements = shape_numel(g.tensor(y).shape);
+  if (foldable && elements > kMaxFoldedElements) {
+    if (state_.large_fold_allowance < 0) {
+      state_.large_fold_allowance = 0;
+      for (const auto& w : state_.model.weights()) {
+        state_.large_fold_allowance +=
+            static_cast<std::int64_t>(state_.model.tensor(w).data->nbytes());
+      }
+    }
+    const std::int64_t bytes = elements * static_cast<std::int64_t>(dtype_size(g.tensor(y).dtype));
+    foldable = elements <= largest_input && bytes <= state_.large_fold_allowance;
+    if (foldable) state_.large_fold_allowance -= bytes;
+  }
   if (foldable) {
     state_.node_names.erase(node.name);
     std::vector<Tensor> result = run_reference_node(g, node, values);

@@ -24,7 +24,11 @@ bool all_inputs_constant(const Graph& graph, const Node& node) {
   return true;
 }
 
-bool can_fold(const Graph& graph, const Node& node, const StaticGraphOptions& options) {
+// `large_allowance`: bytes that folds past the size limit may still make (the graph's
+// constants' bytes at the start, so such folds at most double them, however many a model
+// has: a hostile one may Transpose one large weight a hundred times).
+bool can_fold(const Graph& graph, const Node& node, const StaticGraphOptions& options,
+              std::int64_t& large_allowance) {
   if (node.outputs.empty()) return false;
   if (depends_only_on_shapes(node)) return true;
   // A DequantizeLinear of a constant (a QDQ model's weights) stays, so fission sees the
@@ -32,17 +36,23 @@ bool can_fold(const Graph& graph, const Node& node, const StaticGraphOptions& op
   // fission folds it itself where the op stays in float.
   if (node.op_type == "DequantizeLinear") return false;
   if (!all_inputs_constant(graph, node)) return false;
-  std::int64_t elements = 0;
+  std::int64_t elements = 0, bytes = 0;
   for (const auto& out : node.outputs) {
-    if (!out.empty() && !graph.is_dynamic(out)) elements += shape_numel(graph.tensor(out).shape);
+    if (out.empty() || graph.is_dynamic(out)) continue;
+    const TensorInfo& info = graph.tensor(out);
+    elements += shape_numel(info.shape);
+    bytes += shape_numel(info.shape) * static_cast<std::int64_t>(dtype_size(info.dtype));
   }
-  // No larger than an input: what it makes is no more than what is held already (the
-  // Transpose of ALBERT's 4096 x 16384 weights, which otherwise ran in every inference).
+  if (elements <= options.max_folded_elements) return true;
+  // Larger only when no larger than an input (the Transpose of ALBERT's 4096 x 16384
+  // weights, which otherwise ran in every inference), within the allowance.
   std::int64_t largest_input = 0;
   for (const auto& in : node.inputs) {
     if (!in.empty()) largest_input = std::max(largest_input, graph.tensor(in).data->numel());
   }
-  return elements <= std::max(options.max_folded_elements, largest_input);
+  if (elements > largest_input || bytes > large_allowance) return false;
+  large_allowance -= bytes;
+  return true;
 }
 
 bool reads_dynamic(const Graph& graph, const Node& node) {
@@ -200,6 +210,10 @@ StaticGraphStats make_static(Graph& graph, const StaticGraphOptions& options) {
   stats.nodes_before = graph.nodes.size();
   graph.sort_topologically();
 
+  std::int64_t large_allowance = 0;
+  for (const auto& w : graph.weights()) {
+    large_allowance += static_cast<std::int64_t>(graph.tensor(w).data->nbytes());
+  }
   std::deque<Node> work(std::make_move_iterator(graph.nodes.begin()),
                         std::make_move_iterator(graph.nodes.end()));
   graph.nodes.clear();
@@ -244,7 +258,7 @@ StaticGraphStats make_static(Graph& graph, const StaticGraphOptions& options) {
       kept.push_back(std::move(node));
       continue;
     }
-    if (!can_fold(graph, node, options)) {
+    if (!can_fold(graph, node, options, large_allowance)) {
       kept.push_back(std::move(node));
       continue;
     }

@@ -18,7 +18,8 @@ namespace orchid {
 struct StaticGraphOptions {
   // Nodes whose outputs would exceed this many elements, and the elements of their
   // largest input, are not folded (keeps memory bounded when a constant Expand or Tile
-  // would materialise a huge tensor).
+  // would materialise a huge tensor); those past it but no larger than an input fold
+  // while they add up to no more than the graph's constants did.
   std::int64_t max_folded_elements = std::int64_t{1} << 24;
 };
 

@@ -132,7 +132,8 @@ TEST(DynamicShapes, ConstantInputsFoldEvenWhenShapesDependOnValues) {
 
 // Past the size limit a constant node still folds when its result is no larger than its
 // largest input (a weight's Transpose: ALBERT's 4096 x 16384 ones ran in every inference),
-// but not when it would grow (an Expand).
+// but not when it would grow (an Expand), nor once such folds have made as many bytes as
+// the graph's constants hold.
 TEST(StaticGraph, FoldsBeyondTheLimitOnlyWhatIsNoLargerThanItsInputs) {
   Graph g;
   g.name = "big_constants";
@@ -145,16 +146,20 @@ TEST(StaticGraph, FoldsBeyondTheLimitOnlyWhatIsNoLargerThanItsInputs) {
   g.inputs = {"x"};
   g.nodes.push_back(
       make_node("t", "Transpose", {"w"}, {"wt"}, {{"perm", std::vector<std::int64_t>{1, 0}}}));
+  // A second one would take the graph's constants past twice their bytes: left to run.
+  g.nodes.push_back(
+      make_node("t2", "Transpose", {"w"}, {"wt2"}, {{"perm", std::vector<std::int64_t>{1, 0}}}));
   g.nodes.push_back(make_node("mm", "MatMul", {"x", "w"}, {"y"}));
   g.nodes.push_back(make_node("e", "Expand", {"one", "to"}, {"big"}));
-  g.outputs = {"y", "wt", "big"};
+  g.outputs = {"y", "wt", "wt2", "big"};
   StaticGraphOptions options;
   options.max_folded_elements = 10;
   make_static(g, options);
   ASSERT_TRUE(g.is_constant("wt"));
   EXPECT_EQ(g.tensor("wt").data->get_as_double(1), 6.0);  // wt[0][1] = w[1][0]
+  EXPECT_FALSE(g.is_constant("wt2"));
   EXPECT_FALSE(g.is_constant("big"));
-  EXPECT_EQ(g.nodes.size(), 2u);  // MatMul and Expand
+  EXPECT_EQ(g.nodes.size(), 3u);  // the second Transpose, MatMul and Expand
 }
 
 TEST(DynamicShapes, ShapeInputComputedAtRunTimeMakesTheNodeDynamic) {

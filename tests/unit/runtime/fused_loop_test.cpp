@@ -234,23 +234,11 @@ TEST(FusedLoop, Softmax) {
 // GPT-2's GELU, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), on inputs scaled to
 // [-4, 4]: the vectorised tanh (both of its ranges) and the cube as products.
 TEST(FusedLoop, GeluWithTanhAndACube) {
-  const Graph g = make_graph({{"u", {3, 700}}},
-                             {{"four", f32({}, {4.0f})},
-                              {"half", f32({}, {0.5f})},
-                              {"three", f32({}, {3.0f})},
-                              {"k", f32({}, {0.044715f})},
-                              {"c", f32({}, {0.7978845608f})},
-                              {"one", f32({}, {1.0f})}},
-                             {{"Mul", {"u", "four"}, {"x"}},
-                              {"Mul", {"x", "half"}, {"h"}},
-                              {"Pow", {"x", "three"}, {"p"}},
-                              {"Mul", {"p", "k"}, {"q"}},
-                              {"Add", {"x", "q"}, {"s"}},
-                              {"Mul", {"s", "c"}, {"t"}},
-                              {"Tanh", {"t"}, {"th"}},
-                              {"Add", {"th", "one"}, {"a"}},
-                              {"Mul", {"h", "a"}, {"y"}}},
-                             {"y"});
+  auto constants = runtime_test::gelu_tanh_constants();
+  constants.emplace_back("four", f32({}, {4.0f}));
+  std::vector<NodeSpec> nodes{{"Mul", {"u", "four"}, {"x"}}};
+  for (const auto& n : runtime_test::gelu_tanh_nodes("x", "y")) nodes.push_back(n);
+  const Graph g = make_graph({{"u", {3, 700}}}, constants, nodes, {"y"});
   expect_loop_matches(g, 700);
 }
 

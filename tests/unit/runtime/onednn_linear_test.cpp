@@ -150,24 +150,11 @@ TEST(OnednnLinear, AConvolutionOnABlockedLayoutRunsAsTheGraph) {
 
 // gelu's tanh form as oneDNN's gelu_tanh post-op computes what its eight nodes do.
 TEST(OnednnLinear, GeluTanhPostOpRunsAsTheGraph) {
-  using runtime_test::f32;
-  const Graph g = make_graph({{"a", {6, 16}}},
-                             {{"w", pattern({16, 24})},
-                              {"half", f32({}, {0.5f})},
-                              {"three", f32({}, {3.0f})},
-                              {"k", f32({}, {0.044715f})},
-                              {"c", f32({}, {0.7978845608f})},
-                              {"one", f32({}, {1.0f})}},
-                             {{"MatMul", {"a", "w"}, {"m"}},
-                              {"Mul", {"m", "half"}, {"h"}},
-                              {"Pow", {"m", "three"}, {"p"}},
-                              {"Mul", {"p", "k"}, {"q"}},
-                              {"Add", {"m", "q"}, {"s"}},
-                              {"Mul", {"s", "c"}, {"t"}},
-                              {"Tanh", {"t"}, {"th"}},
-                              {"Add", {"th", "one"}, {"e"}},
-                              {"Mul", {"h", "e"}, {"y"}}},
-                             {"y"});
+  auto constants = runtime_test::gelu_tanh_constants();
+  constants.emplace_back("w", pattern({16, 24}));
+  std::vector<runtime_test::NodeSpec> nodes{{"MatMul", {"a", "w"}, {"m"}}};
+  for (const auto& n : runtime_test::gelu_tanh_nodes("m", "y")) nodes.push_back(n);
+  const Graph g = make_graph({{"a", {6, 16}}}, constants, nodes, {"y"});
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   dnnl::stream stream(engine);
   PackedWeights packing;

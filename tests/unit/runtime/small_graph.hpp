@@ -68,6 +68,23 @@ inline Tensor pattern(Shape shape) {
   return t;
 }
 
+// GPT-2's gelu, 0.5 x (1 + Tanh(sqrt(2 / pi) (x + 0.044715 x^3))), of `x` into `y` as
+// its eight nodes (intermediates named `x` + "_g0".."_g6"), and the scalars they read.
+inline std::vector<NodeSpec> gelu_tanh_nodes(const std::string& x, const std::string& y) {
+  auto t = [&](int i) { return x + "_g" + std::to_string(i); };
+  return {{"Mul", {x, "gelu_half"}, {t(0)}},   {"Pow", {x, "gelu_three"}, {t(1)}},
+          {"Mul", {t(1), "gelu_k"}, {t(2)}},   {"Add", {x, t(2)}, {t(3)}},
+          {"Mul", {t(3), "gelu_c"}, {t(4)}},   {"Tanh", {t(4)}, {t(5)}},
+          {"Add", {t(5), "gelu_one"}, {t(6)}}, {"Mul", {t(0), t(6)}, {y}}};
+}
+inline std::vector<std::pair<std::string, Tensor>> gelu_tanh_constants() {
+  return {{"gelu_half", f32({}, {0.5f})},
+          {"gelu_three", f32({}, {3.0f})},
+          {"gelu_k", f32({}, {0.044715f})},
+          {"gelu_c", f32({}, {0.7978845608f})},
+          {"gelu_one", f32({}, {1.0f})}};
+}
+
 // The whole graph as one kernel of a plan (a primitive graph: every node a primitive).
 inline Plan one_kernel_plan(const Graph& g) {
   const PrimitiveGraphIndex index(g, {});

@@ -352,26 +352,13 @@ TEST(StageBuilder, ReshapesEndingAMatMulKernelAreViewsOfItsResult) {
 // result, so the GELU is its post-op: one oneDNN primitive, no fused loop, the reference's
 // values.
 TEST(StageBuilder, AReshapeBetweenAMatMulAndItsActivationIsPassed) {
-  using runtime_test::f32;
-  const Graph g = make_graph({{"x", {6, 16}}},
-                             {{"w", pattern({16, 24})},
-                              {"to3d", runtime_test::i64({3}, {1, 6, 24})},
-                              {"half", f32({}, {0.5f})},
-                              {"three", f32({}, {3.0f})},
-                              {"k", f32({}, {0.044715f})},
-                              {"c", f32({}, {0.7978845608f})},
-                              {"one", f32({}, {1.0f})}},
-                             {{"MatMul", {"x", "w"}, {"m"}},
-                              {"Reshape", {"m", "to3d"}, {"r"}},
-                              {"Mul", {"r", "half"}, {"h"}},
-                              {"Pow", {"r", "three"}, {"p"}},
-                              {"Mul", {"p", "k"}, {"q"}},
-                              {"Add", {"r", "q"}, {"s"}},
-                              {"Mul", {"s", "c"}, {"t"}},
-                              {"Tanh", {"t"}, {"th"}},
-                              {"Add", {"th", "one"}, {"e"}},
-                              {"Mul", {"h", "e"}, {"y"}}},
-                             {"y"});
+  auto constants = runtime_test::gelu_tanh_constants();
+  constants.emplace_back("w", pattern({16, 24}));
+  constants.emplace_back("to3d", runtime_test::i64({3}, {1, 6, 24}));
+  std::vector<runtime_test::NodeSpec> nodes{{"MatMul", {"x", "w"}, {"m"}},
+                                            {"Reshape", {"m", "to3d"}, {"r"}}};
+  for (const auto& n : runtime_test::gelu_tanh_nodes("r", "y")) nodes.push_back(n);
+  const Graph g = make_graph({{"x", {6, 16}}}, constants, nodes, {"y"});
   const Plan plan = one_kernel_plan(g);
   PlanExecutor executor(g, plan, {});
   const TensorMap feed = make_random_inputs(g, 5);

@@ -147,7 +147,7 @@ FissionResult fission(const Graph& model, const FissionOptions& options) {
     }
   }
 
-  FissionState state{model, result, {}, {}, {}, {}};
+  FissionState state{model, result, {}, {}, {}, {}, {}};
   // Names are the key of `origin`; unnamed model nodes get one from op type and position.
   std::vector<Node>& nodes = state.nodes;
   // Model names are reserved: each node's own name goes to its first primitive.

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "fission/fission.hpp"
 #include "ir/graph.hpp"
 #include "ir/op_registry.hpp"
+#include "passes/static_graph.hpp"
 
 namespace orchid::fission_detail {
 
@@ -25,9 +27,9 @@ struct FissionState {
   std::map<std::string, std::string> softmax_exp;
   // QuantizeLinear output -> its saturated float value before the Cast (for QDQ pairs).
   std::map<std::string, std::string> quantized_as_float;
-  // Bytes that folds past the size limit may still make (RuleContext::append): the
-  // model's constants' bytes, set at the first such fold; -1 before.
-  std::int64_t large_fold_allowance = -1;
+  // Folds past the size limit (RuleContext::append), counted against the model's
+  // constants from the first one on.
+  std::optional<LargeFolds> large_folds;
 };
 
 class RuleContext {

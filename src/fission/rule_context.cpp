@@ -81,10 +81,7 @@ std::string RuleContext::append(Node node) {
   infer_node_types(g, node);
   const std::string y = node.outputs[0];
 
-  // Folded when every input is constant and the result is small, or no larger than an
-  // input (a weight's Transpose or Reshape) within an allowance of the model's own
-  // constant bytes, so such folds at most double them (a hostile model may transpose one
-  // large weight a hundred times).
+  // Folded when every input is constant and the result is small, or LargeFolds admits it.
   bool foldable = !is_graph_output(g, y);
   std::int64_t largest_input = 0;
   std::vector<const Tensor*> values;
@@ -96,16 +93,9 @@ std::string RuleContext::append(Node node) {
   }
   const std::int64_t elements = shape_numel(g.tensor(y).shape);
   if (foldable && elements > kMaxFoldedElements) {
-    if (state_.large_fold_allowance < 0) {
-      state_.large_fold_allowance = 0;
-      for (const auto& w : state_.model.weights()) {
-        state_.large_fold_allowance +=
-            static_cast<std::int64_t>(state_.model.tensor(w).data->nbytes());
-      }
-    }
+    if (!state_.large_folds) state_.large_folds.emplace(state_.model);
     const std::int64_t bytes = elements * static_cast<std::int64_t>(dtype_size(g.tensor(y).dtype));
-    foldable = elements <= largest_input && bytes <= state_.large_fold_allowance;
-    if (foldable) state_.large_fold_allowance -= bytes;
+    foldable = state_.large_folds->admit(elements, bytes, largest_input);
   }
   if (foldable) {
     state_.node_names.erase(node.name);

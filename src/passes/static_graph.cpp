@@ -24,11 +24,8 @@ bool all_inputs_constant(const Graph& graph, const Node& node) {
   return true;
 }
 
-// `large_allowance`: bytes that folds past the size limit may still make (the graph's
-// constants' bytes at the start, so such folds at most double them, however many a model
-// has: a hostile one may Transpose one large weight a hundred times).
 bool can_fold(const Graph& graph, const Node& node, const StaticGraphOptions& options,
-              std::int64_t& large_allowance) {
+              LargeFolds& large) {
   if (node.outputs.empty()) return false;
   if (depends_only_on_shapes(node)) return true;
   // A DequantizeLinear of a constant (a QDQ model's weights) stays, so fission sees the
@@ -44,15 +41,11 @@ bool can_fold(const Graph& graph, const Node& node, const StaticGraphOptions& op
     bytes += shape_numel(info.shape) * static_cast<std::int64_t>(dtype_size(info.dtype));
   }
   if (elements <= options.max_folded_elements) return true;
-  // Larger only when no larger than an input (the Transpose of ALBERT's 4096 x 16384
-  // weights, which otherwise ran in every inference), within the allowance.
   std::int64_t largest_input = 0;
   for (const auto& in : node.inputs) {
     if (!in.empty()) largest_input = std::max(largest_input, graph.tensor(in).data->numel());
   }
-  if (elements > largest_input || bytes > large_allowance) return false;
-  large_allowance -= bytes;
-  return true;
+  return large.admit(elements, bytes, largest_input);
 }
 
 bool reads_dynamic(const Graph& graph, const Node& node) {
@@ -205,15 +198,24 @@ void prepare_subgraphs(Graph& graph, Node& node, std::size_t state, std::size_t 
 
 }  // namespace
 
+LargeFolds::LargeFolds(const Graph& graph) {
+  for (const auto& w : graph.weights()) {
+    allowance_ += static_cast<std::int64_t>(graph.tensor(w).data->nbytes());
+  }
+}
+
+bool LargeFolds::admit(std::int64_t elements, std::int64_t bytes, std::int64_t largest_input) {
+  if (elements > largest_input || bytes > allowance_) return false;
+  allowance_ -= bytes;
+  return true;
+}
+
 StaticGraphStats make_static(Graph& graph, const StaticGraphOptions& options) {
   StaticGraphStats stats;
   stats.nodes_before = graph.nodes.size();
   graph.sort_topologically();
 
-  std::int64_t large_allowance = 0;
-  for (const auto& w : graph.weights()) {
-    large_allowance += static_cast<std::int64_t>(graph.tensor(w).data->nbytes());
-  }
+  LargeFolds large(graph);
   std::deque<Node> work(std::make_move_iterator(graph.nodes.begin()),
                         std::make_move_iterator(graph.nodes.end()));
   graph.nodes.clear();
@@ -258,7 +260,7 @@ StaticGraphStats make_static(Graph& graph, const StaticGraphOptions& options) {
       kept.push_back(std::move(node));
       continue;
     }
-    if (!can_fold(graph, node, options, large_allowance)) {
+    if (!can_fold(graph, node, options, large)) {
       kept.push_back(std::move(node));
       continue;
     }

@@ -16,10 +16,9 @@
 namespace orchid {
 
 struct StaticGraphOptions {
-  // Nodes whose outputs would exceed this many elements, and the elements of their
-  // largest input, are not folded (keeps memory bounded when a constant Expand or Tile
-  // would materialise a huge tensor); those past it but no larger than an input fold
-  // while they add up to no more than the graph's constants did.
+  // Nodes whose outputs would exceed this many elements are not folded (keeps memory
+  // bounded when a constant Expand or Tile would materialise a huge tensor), unless
+  // LargeFolds admits them.
   std::int64_t max_folded_elements = std::int64_t{1} << 24;
 };
 
@@ -33,5 +32,21 @@ struct StaticGraphStats {
 };
 
 StaticGraphStats make_static(Graph& graph, const StaticGraphOptions& options = {});
+
+// Folds of constant nodes past the size limit (here and in fission): one is admitted when
+// its result is no larger than the node's largest input (a weight's Transpose: ALBERT's
+// 4096 x 16384 ones otherwise ran in every inference), while such folds together make no
+// more bytes than `graph`'s constants held when counting began, so they at most double
+// them (a hostile model may Transpose one large weight a hundred times).
+class LargeFolds {
+ public:
+  explicit LargeFolds(const Graph& graph);
+  // Whether a result of `elements` elements and `bytes` bytes, from inputs of which the
+  // largest has `largest_input` elements, may fold; counted when it may.
+  bool admit(std::int64_t elements, std::int64_t bytes, std::int64_t largest_input);
+
+ private:
+  std::int64_t allowance_ = 0;
+};
 
 }  // namespace orchid

@@ -41,7 +41,7 @@ Result sh(const std::string& command) {
 // full stack unwinding to be recognised (the MPI libraries have no frame pointers).
 #if defined(__SANITIZE_ADDRESS__)
 const std::string kLeakOptions = std::string("LSAN_OPTIONS=suppressions=") + ORCHID_SOURCE_DIR +
-                                 "/tests/lsan_mpi.supp:fast_unwind_on_malloc=0 ";
+                                 "/tests/lsan.supp:fast_unwind_on_malloc=0 ";
 #else
 const std::string kLeakOptions;
 #endif

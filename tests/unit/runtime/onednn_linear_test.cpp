@@ -187,5 +187,32 @@ TEST(OnednnLinear, OnlyAFirstConstantAddPerColumnIsAMatMulsBias) {
   expect_runs_as_the_graph(bias, stream, first, make_random_inputs(first, 7), {"b"}, "y");
 }
 
+// oneDNN's gemm (the matmul below AVX-512, so under ctest's ONEDNN_MAX_CPU_ISA=AVX2 run)
+// reads constant weights plain: their rows are padded to an odd multiple of 64 bytes (128
+// floats -> 144; 80 already is one; 40 columns are too narrow to matter). Where oneDNN packs
+// the weights itself (brgemm), they stay in its layout. Either way the product is the graph's.
+TEST(OnednnLinear, PlainGemmWeightsGetRowsPaddedOffTheCacheSetStride) {
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  for (const auto& [n, stride] :
+       std::vector<std::pair<std::int64_t, std::int64_t>>{{128, 144}, {80, 80}, {40, 40}}) {
+    const Graph g = make_graph({{"a", {6, 32}}}, {{"w", pattern({32, n})}, {"b", pattern({n})}},
+                               {{"MatMul", {"a", "w"}, {"m"}}, {"Add", {"m", "b"}, {"y"}}}, {"y"});
+    PackedWeights packing;
+    LinearOp op = make_linear(engine, stream, g, g.nodes[0], {add("b")}, {}, packing);
+    const auto& blocking = op.wei.get_desc().data.format_desc.blocking;
+    const bool plain =
+        op.wei.get_desc().data.format_kind == dnnl_blocked && blocking.inner_nblks == 0;
+    if (op.implementation.find("gemm") != std::string::npos &&
+        op.implementation.find("brg") == std::string::npos) {
+      ASSERT_TRUE(plain) << op.implementation;
+      EXPECT_EQ(blocking.strides[0], stride) << "N = " << n;
+      EXPECT_EQ(blocking.strides[1], 1);
+      EXPECT_EQ(op.packed_weights, stride != n);
+    }
+    expect_runs_as_the_graph(op, stream, g, make_random_inputs(g, 5), {"b"}, "y");
+  }
+}
+
 }  // namespace
 }  // namespace orchid

@@ -31,10 +31,11 @@ namespace orchid {
 // 6: fused loops compute Tanh vectorised and Pow by 2 or 3 as products (GPT-2's GELU:
 // 30x and 20x faster than the library calls per element); 7: tanh-GELU as a oneDNN post-op,
 // also past a Reshape after a MatMul; 8: constant MatMul weights that oneDNN reads plain
-// (its gemm, on AVX2) with rows padded off the cache-set stride (FFN products up to 2x faster).
+// (its gemm, on AVX2) with rows padded off the cache-set stride (FFN products up to 2x faster);
+// 9: loops that reduce over large channels-last or blocked tensors read plain copies.
 // The layout rule itself is not versioned here: the executor, the timer and the kernel
 // signature share it (cost/layout_policy.hpp), and the signature records its answer.
-constexpr int kKernelTimerVersion = 8;
+constexpr int kKernelTimerVersion = 9;
 
 struct KernelTimerOptions {
   int warmup_runs = 1;           // untimed runs first (page faults, oneDNN JIT)

@@ -53,9 +53,12 @@ std::vector<std::string> build_linear_ops(std::vector<std::vector<Stage>>& kerne
 void relayout_memory_bound_ops(std::vector<std::vector<Stage>>& kernels, const Graph& graph,
                                const dnnl::engine& engine, const KeptLayouts& kept);
 
-// Compiles again every fused loop that reads or writes a kept tensor, for its layout.
+// Compiles again every fused loop that reads or writes a kept tensor, for its layout. A loop
+// that must then walk the logical order (it reduces, or computes per-row values) over large
+// kept tensors reads and writes plain copies of them instead (LoopStage::plain_copies).
 void relayout_loops(std::vector<std::vector<Stage>>& kernels, const Graph& graph,
-                    const KeptLayouts& kept, PlanExecutorStats& stats);
+                    const dnnl::engine& engine, const KeptLayouts& kept, MemoryPlan& memory,
+                    PlanExecutorStats& stats);
 
 // Points each linear stage's reordered copies at the allocated layout pool.
 void bind_layout_buffers(LinearStage& stage, MemoryPlan& memory);

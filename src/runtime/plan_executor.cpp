@@ -132,7 +132,7 @@ struct PlanExecutor::Impl {
         plain_reads.push_back(w);
       }
     }
-    relayout_loops(kernels, g, kept, stats);
+    relayout_loops(kernels, g, engine, kept, memory, stats);
     return_freed_heap();
     relayout_memory_bound_ops(kernels, g, engine, kept);
     check_in_place_residuals();
@@ -248,7 +248,24 @@ struct PlanExecutor::Impl {
                      for (std::size_t i = 0; i < l.writes.size(); ++i) {
                        l.write_ptrs[i] = memory.mutable_address(l.writes[i]);
                      }
+                     for (auto& c : l.plain_copies) {
+                       std::byte* plain = memory.layout_pool().at(c.offset);
+                       c.plain.set_data_handle(plain);
+                       if (c.write) {
+                         c.stored.set_data_handle(l.write_ptrs[c.index]);
+                         l.write_ptrs[c.index] = plain;
+                       } else {
+                         c.stored.set_data_handle(const_cast<std::byte*>(l.read_ptrs[c.index]));
+                         c.reorder.execute(stream, c.stored, c.plain);
+                         l.read_ptrs[c.index] = plain;
+                       }
+                     }
+                     if (!l.plain_copies.empty()) stream.wait();
                      l.loop->run(l.read_ptrs, l.write_ptrs);
+                     for (auto& c : l.plain_copies) {
+                       if (c.write) c.reorder.execute(stream, c.plain, c.stored);
+                     }
+                     if (!l.plain_copies.empty()) stream.wait();
                    },
                    [&](Int8LinearStage& q) {
                      q.op.run(stream, memory.address(q.x), memory.mutable_address(q.y));

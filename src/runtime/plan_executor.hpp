@@ -53,6 +53,7 @@ struct PlanExecutorStats {
   std::int64_t packed_weight_bytes = 0;    // weights reordered once into oneDNN's layout
   std::int64_t released_weight_bytes = 0;  // originals read only packed, handed back (release)
   std::size_t stored_layout_loops = 0;     // fused loops reading or writing such layouts in place
+  std::size_t plain_copy_loops = 0;        // fused loops reading or writing plain copies of them
 
   std::size_t int8_primitives = 0;          // QLinearConv/QLinearMatMul on oneDNN's int8 kernels
   std::vector<std::string> int8_fallbacks;  // those on their reference kernel, and why

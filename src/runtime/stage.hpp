@@ -46,6 +46,17 @@ struct LoopStage {
   std::vector<Location> reads, writes;
   std::vector<const std::byte*> read_ptrs;
   std::vector<std::byte*> write_ptrs;
+  // A stored (channels-last or blocked) tensor the loop reads or writes through a plain
+  // copy in the layout pool, reordered by oneDNN before (a read) or after (a write) it runs
+  // (relayout_loops says when).
+  struct PlainCopy {
+    std::size_t index = 0;  // into reads, or into writes
+    bool write = false;
+    dnnl::memory stored, plain;
+    dnnl::reorder reorder;    // stored -> plain for a read, plain -> stored for a write
+    std::int64_t offset = 0;  // of the plain copy in the layout pool
+  };
+  std::vector<PlainCopy> plain_copies;
 };
 
 // Pooling, resampling or concatenation on oneDNN.

@@ -272,6 +272,7 @@ struct FusedLoop::Impl {
   std::int64_t rows = 0, cols = 0;
   int full_buffers = 0, row_slots = 0;
   int threads = 1;
+  bool storage_order = false;     // walks a stored layout's order (else the logical one)
   std::vector<float> buffers;     // threads x full_buffers x cols, unless use_buffers()
   std::vector<float> row_values;  // threads x row_slots, likewise
   float* buffer_base = nullptr;   // where they are
@@ -358,6 +359,7 @@ class Compiler {
     if (full_ > 64) return refusal("more than 64 full values");
     impl_->rows = rows_;
     impl_->cols = cols_;
+    impl_->storage_order = storage_order_;
     impl_->full_buffers = full_;
     impl_->row_slots = row_slots_;
     impl_->threads = std::max(1, omp_get_max_threads());
@@ -1175,6 +1177,9 @@ const std::vector<std::string>& FusedLoop::reads() const {
 }
 const std::vector<std::string>& FusedLoop::writes() const {
   return impl_->writes;
+}
+bool FusedLoop::walks_storage_order() const {
+  return impl_->storage_order;
 }
 std::int64_t FusedLoop::rows() const {
   return impl_->rows;

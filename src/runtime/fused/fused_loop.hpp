@@ -57,6 +57,9 @@ class FusedLoop {
   const std::vector<std::string>& writes() const;
   void run(std::span<const std::byte* const> reads, std::span<std::byte* const> writes);
 
+  // Whether it walks the storage order of a stored layout; otherwise it walks the logical
+  // order and gathers what is stored otherwise element by element.
+  bool walks_storage_order() const;
   std::int64_t rows() const;
   std::int64_t cols() const;
   // Bytes of per-thread row buffers and index tables held by the loop.

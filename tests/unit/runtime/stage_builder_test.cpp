@@ -196,6 +196,36 @@ TEST(StageBuilder, ASpatialMeanOfALoopsValueStaysInTheLoop) {
   EXPECT_EQ(executor.describe_kernel(0), "Mul+ReduceMean: fused loop");
 }
 
+// A loop that reduces (here a mean of squares over H and W, then a division by it) walks
+// the logical order. Between convolutions that keep a channels-last or blocked layout, it
+// would gather a large tensor a channel's stride apart; from 1 MiB it reads and writes plain
+// copies instead, reordered by oneDNN, and still computes what the graph means.
+TEST(StageBuilder, AReducingLoopBetweenConvolutionsReadsAndWritesPlainCopies) {
+  const auto pads = std::vector<std::int64_t>{1, 1, 1, 1};
+  const Graph g = make_graph({{"x", {1, 16, 128, 128}}},
+                             {{"w0", pattern({16, 16, 3, 3})},
+                              {"w1", pattern({16, 16, 3, 3})},
+                              {"axes", runtime_test::i64({2}, {2, 3})}},
+                             {{"Conv", {"x", "w0"}, {"a"}, {{"pads", pads}}},
+                              {"Mul", {"a", "a"}, {"sq"}},
+                              {"ReduceMean", {"sq", "axes"}, {"v"}},
+                              {"Div", {"a", "v"}, {"n"}},
+                              {"Conv", {"n", "w1"}, {"y"}, {{"pads", pads}}}},
+                             {"y"});
+  const PrimitiveGraphIndex index(g, {});
+  const auto plan = build_plan(
+      index, {}, {KernelChoice{{0}, 0.0}, KernelChoice{{1, 2, 3}, 0.0}, KernelChoice{{4}, 0.0}},
+      "test");
+  ASSERT_TRUE(plan.has_value());
+  PlanExecutor executor(g, *plan, {});
+  const TensorMap feed = make_random_inputs(g, 3);
+  const TensorMap want = ReferenceInterpreter(g).run(feed);
+  for (int round = 0; round < 2; ++round) expect_matches(executor.run(feed), want);
+  const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  const bool stored = activation_preferred_layout(engine, {1, 16, 128, 128}).has_value();
+  EXPECT_EQ(executor.stats().plain_copy_loops, stored ? 1u : 0u);
+}
+
 // HardSwish after a convolution (MobileNetV3's activation) is one oneDNN post-op, not a
 // fused loop re-reading the convolution's result, and computes what the graph means.
 TEST(StageBuilder, HardSwishFoldsIntoTheConvolution) {

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <optional>
+#include <tuple>
 
 #include "cost/layout_policy.hpp"
 #include "runtime/onednn_memory.hpp"
@@ -349,20 +350,25 @@ void relayout_loops(std::vector<std::vector<Stage>>& kernels, const Graph& graph
       for (const auto& t : l->read_names) used(t);
       for (const auto& t : writes) used(t);
       if (!(*loop)->walks_storage_order()) {
-        std::int64_t largest = 0;
-        for (const auto& t : l->read_names) {
-          if (kept.count(t)) largest = std::max<std::int64_t>(largest, kept.at(t).get_size());
+        // The kept tensors it reads and writes: (index into reads or writes, write?, name).
+        std::vector<std::tuple<std::size_t, bool, std::string>> stored;
+        for (std::size_t i = 0; i < reads.size(); ++i) {
+          if (kept.count(l->read_names[i])) stored.emplace_back(i, false, l->read_names[i]);
         }
-        for (const auto& t : writes) {
-          if (kept.count(t)) largest = std::max<std::int64_t>(largest, kept.at(t).get_size());
+        for (std::size_t i = 0; i < writes.size(); ++i) {
+          if (kept.count(writes[i])) stored.emplace_back(i, true, writes[i]);
+        }
+        std::int64_t largest = 0;
+        for (const auto& [i, write, t] : stored) {
+          largest = std::max<std::int64_t>(largest, kept.at(t).get_size());
         }
         if (largest >= kPlainCopyMinBytes) {
           // The loop compiled for plain tensors stays; every kept tensor it reads or
           // writes goes through a plain copy.
           memory.layout_pool().begin_user();
-          auto copy = [&](std::size_t index, bool write, const std::string& t) {
+          for (const auto& [i, write, t] : stored) {
             LoopStage::PlainCopy c;
-            c.index = index;
+            c.index = i;
             c.write = write;
             c.stored = dnnl::memory(kept.at(t), engine, DNNL_MEMORY_NONE);
             c.plain = dnnl::memory(plain_desc(kept.at(t).dims()), engine, DNNL_MEMORY_NONE);
@@ -370,12 +376,6 @@ void relayout_loops(std::vector<std::vector<Stage>>& kernels, const Graph& graph
             c.offset =
                 memory.layout_pool().take(static_cast<std::int64_t>(c.plain.get_desc().get_size()));
             l->plain_copies.push_back(std::move(c));
-          };
-          for (std::size_t i = 0; i < reads.size(); ++i) {
-            if (kept.count(l->read_names[i])) copy(i, false, l->read_names[i]);
-          }
-          for (std::size_t i = 0; i < writes.size(); ++i) {
-            if (kept.count(writes[i])) copy(i, true, writes[i]);
           }
           ++stats.plain_copy_loops;
           continue;

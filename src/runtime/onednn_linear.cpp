@@ -424,9 +424,18 @@ LinearOp make_linear(const dnnl::engine& engine, dnnl::stream& stream, const Gra
       }
     }
     dnnl::convolution_forward::primitive_desc pd = make_pd(op.sum_at);
-    if (op.sum_at && pd.dst_desc() != dst_stored) {
-      op.sum_at.reset();
-      pd = make_pd(std::nullopt);
+    // Nor where the sum leaves only oneDNN's reference kernel: its AVX2 convolutions take
+    // a sum only as the first post-op, and a residual added after a SiLU ran 100x slower
+    // there (YOLOX-nano's plan from an AVX-512 machine: 18 ms per convolution).
+    const auto reference = [](const dnnl::convolution_forward::primitive_desc& p) {
+      return std::string(p.impl_info_str()).rfind("ref", 0) == 0;
+    };
+    if (op.sum_at && (pd.dst_desc() != dst_stored || reference(pd))) {
+      dnnl::convolution_forward::primitive_desc binary = make_pd(std::nullopt);
+      if (pd.dst_desc() != dst_stored || !reference(binary)) {
+        op.sum_at.reset();
+        pd = binary;
+      }
     }
     op.prim = dnnl::convolution_forward(pd);
     op.implementation = pd.impl_info_str();

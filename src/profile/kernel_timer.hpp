@@ -32,10 +32,12 @@ namespace orchid {
 // 30x and 20x faster than the library calls per element); 7: tanh-GELU as a oneDNN post-op,
 // also past a Reshape after a MatMul; 8: constant MatMul weights that oneDNN reads plain
 // (its gemm, on AVX2) with rows padded off the cache-set stride (FFN products up to 2x faster);
-// 9: loops that reduce over large channels-last or blocked tensors read plain copies.
+// 9: loops that reduce over large channels-last or blocked tensors read plain copies;
+// 10: loops write results straight to their outputs, their AVX2 code uses FMA (x86-64-v3),
+// and no residual sum post-op lands on oneDNN's reference convolution.
 // The layout rule itself is not versioned here: the executor, the timer and the kernel
 // signature share it (cost/layout_policy.hpp), and the signature records its answer.
-constexpr int kKernelTimerVersion = 9;
+constexpr int kKernelTimerVersion = 10;
 
 struct KernelTimerOptions {
   int warmup_runs = 1;           // untimed runs first (page faults, oneDNN JIT)

@@ -76,7 +76,7 @@ std::optional<MemoryBoundOp> concat_by_copies(const Graph& g, const Node& node, 
 // One output row (oy) of an NHWC max pooling: per output pixel, the channel-wise max of
 // its taps inside the image (ONNX pads with -inf, so taps outside count for nothing).
 #if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
+__attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))
 #endif
 void window_max_row(const MemoryBoundOp::WindowMax& p, const float* x, float* y, std::int64_t oy) {
   const std::int64_t C = p.c;

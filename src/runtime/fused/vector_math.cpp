@@ -8,7 +8,9 @@ namespace orchid::vector_math {
 namespace {
 
 #if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
-#define ORCHID_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+// AVX2 as x86-64-v3, with FMA: the polynomials without it took 1.8x as long (a SiLU
+// over 692K elements, 0.83 -> 0.45 ms on 2 cores).
+#define ORCHID_CLONES __attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))
 #else
 #define ORCHID_CLONES
 #endif

@@ -242,6 +242,34 @@ TEST(FusedLoop, GeluWithTanhAndACube) {
   expect_loop_matches(g, 700);
 }
 
+// Results are computed straight into their outputs, except where an output overlaps an
+// input: here `a` is written over `w`, which a later instruction of the same row reads.
+// Written early, row r of `a` would replace row r of `w` before `b` reads it.
+TEST(FusedLoop, AResultWrittenOverAnInputItReadsLaterWaitsForTheRow) {
+  const Graph g = make_graph({{"x", {64, 96}}, {"w", {64, 96}}}, {},
+                             {{"Relu", {"x"}, {"a"}}, {"Add", {"a", "w"}, {"b"}}}, {"a", "b"});
+  auto compiled = FusedLoop::compile(g, {0, 1}, {"a", "b"});
+  ASSERT_TRUE(compiled) << compiled.why();
+  FusedLoop& loop = **compiled;
+  const TensorMap feed = make_random_inputs(g, 3);
+  const TensorMap want = ReferenceInterpreter(g).run(feed);
+  for (const bool shared : {false, true}) {
+    Tensor x = feed.at("x"), w = feed.at("w"), a(DType::F32, {64, 96}), b(DType::F32, {64, 96});
+    std::map<std::string, std::byte*> at{
+        {"x", x.raw()}, {"w", w.raw()}, {"a", shared ? w.raw() : a.raw()}, {"b", b.raw()}};
+    std::vector<const std::byte*> reads;
+    for (const auto& t : loop.reads()) reads.push_back(at.at(t));
+    std::vector<std::byte*> writes;
+    for (const auto& t : loop.writes()) writes.push_back(at.at(t));
+    loop.run(reads, writes);
+    const Tensor& got_a = shared ? w : a;
+    for (std::int64_t i = 0; i < b.numel(); ++i) {
+      ASSERT_EQ(got_a.get_as_double(i), want.at("a").get_as_double(i)) << shared << " a " << i;
+      ASSERT_NEAR(b.get_as_double(i), want.at("b").get_as_double(i), 1e-6) << shared << " b " << i;
+    }
+  }
+}
+
 TEST(FusedLoop, LayerNormWithBroadcastWeightsAndRowOutput) {
   std::vector<float> gamma(16), beta(16);
   for (int i = 0; i < 16; ++i) {

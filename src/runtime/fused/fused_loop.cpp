@@ -145,6 +145,9 @@ struct OffsetMap {
   // block's scale over EfficientNet-B0's [1, 96, 56, 56] took 0.10 ms gathered by address
   // (the loop's rows of 1344 columns wrote every 96th element 14 times over).
   std::int64_t period = 0;
+  // Separable, with the same offset for every row (of two or more): every row loads the
+  // same values (a per-channel bias over rows of NHWC pixels), gathered once per run.
+  bool same_every_row = false;
 
   static OffsetMap build(Indices flat, std::int64_t rows, std::int64_t cols) {
     OffsetMap m;
@@ -168,6 +171,10 @@ struct OffsetMap {
       return m;
     }
     m.contiguous_cols = m.constant_cols = true;
+    m.same_every_row = rows > 1;
+    for (std::int64_t r = 1; r < rows && m.same_every_row; ++r) {
+      m.same_every_row = m.row_off[r] == m.row_off[0];
+    }
     for (std::int64_t p = 1; p <= cols / 2 && m.period == 0; ++p) {
       if (cols % p != 0) continue;
       bool repeats = true;
@@ -221,6 +228,8 @@ struct Instr {
   // overlaps an input (FusedLoop::run checks each call).
   int direct_write = -1, direct_map = -1;
   bool written_early = false;
+  // Load of a map with the same_every_row: its row in FusedLoop::Impl::invariant_rows.
+  int invariant = -1;
 };
 
 // Numpy broadcast of an index table of shape `from` to shape `to`, flattened; `index`
@@ -276,6 +285,9 @@ struct FusedLoop::Impl {
   std::vector<std::int64_t> read_bytes, write_bytes;  // their sizes, for the overlap check
   std::vector<OffsetMap> maps;
   std::vector<Instr> program;
+  // The rows of Loads that read the same values in every row (Instr::invariant), cols
+  // floats each, gathered at the start of each run.
+  std::vector<float> invariant_rows;
   std::int64_t rows = 0, cols = 0;
   int full_buffers = 0, row_slots = 0;
   int threads = 1;
@@ -380,6 +392,7 @@ class Compiler {
     impl_->threads = std::max(1, omp_get_max_threads());
     impl_->buffers.assign(static_cast<std::size_t>(impl_->buffer_floats()), 0.0f);
     impl_->row_values.assign(static_cast<std::size_t>(impl_->row_value_floats()), 0.0f);
+    impl_->invariant_rows.assign(static_cast<std::size_t>(invariant_loads_ * cols_), 0.0f);
     impl_->buffer_base = impl_->buffers.data();
     impl_->row_value_base = impl_->row_values.data();
     return std::move(impl_);
@@ -659,6 +672,10 @@ class Compiler {
       const bool per_row = impl_->maps[ins.map].constant_cols && domain_.empty();
       ins.out = per_row && !ins.bool_src ? new_row() : new_full();
       if (ins.out.kind == Operand::Kind::Row) ins.kind = Instr::Kind::LoadRow;
+      const OffsetMap& m = impl_->maps[static_cast<std::size_t>(ins.map)];
+      if (ins.kind == Instr::Kind::Load && m.same_every_row && !m.contiguous_cols) {
+        ins.invariant = invariant_loads_++;
+      }
     } else {
       ins.kind = Instr::Kind::LoadRow;
       ORCHID_TRY_LET(
@@ -957,7 +974,7 @@ class Compiler {
   std::unordered_map<std::string, Operand> loaded_;
   std::unique_ptr<FusedLoop::Impl> impl_ = std::make_unique<FusedLoop::Impl>();
   std::int64_t rows_ = 0, cols_ = 0, full_size_ = 0;
-  int full_ = 0, row_slots_ = 0;
+  int full_ = 0, row_slots_ = 0, invariant_loads_ = 0;
 };
 
 }  // namespace
@@ -987,6 +1004,11 @@ void FusedLoop::Impl::run_rows(std::int64_t begin, std::int64_t end, int thread,
       };
       switch (ins.kind) {
         case Instr::Kind::Load: {
+          if (ins.invariant >= 0) {  // gathered by run()
+            full_ptr[ins.out.id] =
+                invariant_rows.data() + static_cast<std::size_t>(ins.invariant) * C;
+            break;
+          }
           const OffsetMap& m = maps[ins.map];
           float* dst = buf(ins.out);
           if (ins.bool_src) {
@@ -1244,8 +1266,8 @@ std::int64_t FusedLoop::cols() const {
 }
 
 std::int64_t FusedLoop::scratch_bytes() const {
-  std::int64_t bytes =
-      static_cast<std::int64_t>((impl_->buffers.size() + impl_->row_values.size()) * 4);
+  std::int64_t bytes = static_cast<std::int64_t>(
+      (impl_->buffers.size() + impl_->row_values.size() + impl_->invariant_rows.size()) * 4);
   for (const auto& m : impl_->maps) bytes += m.bytes();
   return bytes;
 }
@@ -1276,6 +1298,21 @@ void FusedLoop::run(std::span<const std::byte* const> reads, std::span<std::byte
       if (reads[i] < we && wb < reads[i] + impl.read_bytes[i]) {
         direct = false;
         break;
+      }
+    }
+  }
+  for (const Instr& ins : impl.program) {
+    if (ins.invariant < 0) continue;
+    const OffsetMap& m = impl.maps[static_cast<std::size_t>(ins.map)];
+    float* row = impl.invariant_rows.data() + static_cast<std::size_t>(ins.invariant) * impl.cols;
+    for (std::int64_t c = 0; c < impl.cols; ++c) {
+      const std::int64_t at = std::int64_t{m.row_off[0]} + m.col_off[static_cast<std::size_t>(c)];
+      if (ins.bool_src) {
+        row[c] = reinterpret_cast<const bool*>(reads[static_cast<std::size_t>(ins.read)])[at]
+                     ? 1.0f
+                     : 0.0f;
+      } else {
+        row[c] = reinterpret_cast<const float*>(reads[static_cast<std::size_t>(ins.read)])[at];
       }
     }
   }

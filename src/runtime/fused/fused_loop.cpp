@@ -198,6 +198,13 @@ struct OffsetMap {
   std::int64_t at(std::int64_t r, std::int64_t c, std::int64_t cols) const {
     return table.empty() ? std::int64_t{row_off[r]} + col_off[c] : table[r * cols + c];
   }
+  // Elements from the tensor's address to the last one the map touches, inclusive.
+  std::int64_t span() const {
+    if (!table.empty()) return std::int64_t{*std::max_element(table.begin(), table.end())} + 1;
+    if (row_off.empty() || col_off.empty()) return 0;
+    return std::int64_t{*std::max_element(row_off.begin(), row_off.end())} +
+           *std::max_element(col_off.begin(), col_off.end()) + 1;
+  }
   std::int64_t bytes() const {
     return static_cast<std::int64_t>((row_off.size() + col_off.size() + table.size()) *
                                      sizeof(Index));
@@ -282,7 +289,7 @@ std::int64_t pick_cols(const Shape& dims, std::int64_t min_cols = 64) {
 
 struct FusedLoop::Impl {
   std::vector<std::string> reads, writes;
-  std::vector<std::int64_t> read_bytes, write_bytes;  // their sizes, for the overlap check
+  std::vector<std::int64_t> read_bytes, write_bytes;  // their spans, for the overlap check
   std::vector<OffsetMap> maps;
   std::vector<Instr> program;
   // The rows of Loads that read the same values in every row (Instr::invariant), cols
@@ -378,12 +385,17 @@ class Compiler {
     }
     if (full_ > 64) return refusal("more than 64 full values");
     write_results_directly();
-    auto bytes = [&](const std::string& t) {
-      const TensorInfo& info = g_.tensor(t);
-      return shape_numel(info.shape) * static_cast<std::int64_t>(dtype_size(info.dtype));
-    };
-    for (const auto& t : impl_->reads) impl_->read_bytes.push_back(bytes(t));
-    for (const auto& t : impl_->writes) impl_->write_bytes.push_back(bytes(t));
+    // The bytes each read and write spans from its address: up to the last element any of
+    // its maps touches (a blocked layout's padding included).
+    impl_->read_bytes.assign(impl_->reads.size(), 0);
+    impl_->write_bytes.assign(impl_->writes.size(), 0);
+    for (const Instr& ins : impl_->program) {
+      if (ins.map < 0) continue;
+      const bool is_read = ins.kind == Instr::Kind::Load || ins.kind == Instr::Kind::LoadRow;
+      std::int64_t& bytes = (is_read ? impl_->read_bytes : impl_->write_bytes)[ins.read];
+      const std::int64_t element = ins.bool_src ? 1 : 4;
+      bytes = std::max(bytes, impl_->maps[static_cast<std::size_t>(ins.map)].span() * element);
+    }
     impl_->rows = rows_;
     impl_->cols = cols_;
     impl_->storage_order = storage_order_;

@@ -77,7 +77,7 @@ void add_memory_bound_uses(const MemoryBoundStage& u, const Graph& graph,
   // blocked layouts ran SegFormer-B0's decoder 15x slower than plain.
   auto fast = [&] {
     std::optional<MemoryBoundOp> op = make_memory_bound(engine, graph, *u.node, layouts);
-    return op && op->implementation.rfind("ref", 0) != 0;
+    return op && !is_reference_implementation(op->implementation);
   };
   // A result with the same bytes in every layout is written in whichever is kept.
   if (u.result_any_layout) uses.add(u.write_name, LayoutUse::LoopWrite);

@@ -272,7 +272,7 @@ std::optional<ConvLayouts> preferred_layouts(const dnnl::engine& engine, const m
                                              nhwc_desc(dst), strides, dilation, pad_l, pad_r);
   const dnnl::convolution_forward::primitive_desc on_nhwc(nhwc, engine);
   const std::string nhwc_impl = on_nhwc.impl_info_str();
-  const bool nhwc_fast = nhwc_impl.rfind("ref", 0) != 0;
+  const bool nhwc_fast = !is_reference_implementation(nhwc_impl);
   const bool try_blocked = nhwc_impl.find(":avx2") != std::string::npos &&
                            blocked_is_faster_on_avx2(src, wei, dst, strides);
   if (nhwc_fast && !try_blocked) return ConvLayouts{nhwc_desc(src), nhwc_desc(dst)};
@@ -428,7 +428,7 @@ LinearOp make_linear(const dnnl::engine& engine, dnnl::stream& stream, const Gra
     // a sum only as the first post-op, and a residual added after a SiLU ran 100x slower
     // there (YOLOX-nano's plan from an AVX-512 machine: 18 ms per convolution).
     const auto reference = [](const dnnl::convolution_forward::primitive_desc& p) {
-      return std::string(p.impl_info_str()).rfind("ref", 0) == 0;
+      return is_reference_implementation(p.impl_info_str());
     };
     if (op.sum_at && (pd.dst_desc() != dst_stored || reference(pd))) {
       dnnl::convolution_forward::primitive_desc binary = make_pd(std::nullopt);

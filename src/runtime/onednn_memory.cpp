@@ -88,4 +88,8 @@ StoredLayout stored_layout(const memory::desc& desc) {
   return out;
 }
 
+bool is_reference_implementation(std::string_view impl_info) {
+  return impl_info.starts_with("ref");
+}
+
 }  // namespace orchid

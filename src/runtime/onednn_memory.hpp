@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string_view>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -21,5 +22,10 @@ dnnl::memory::desc any_desc(const dnnl::memory::dims& dims);
 // Where each element of a tensor stored as `desc` (a blocked layout without padding:
 // plain, NHWC, nChw8c, ...) lies, for fused loops that read or write it in place.
 StoredLayout stored_layout(const dnnl::memory::desc& desc);
+
+// Whether oneDNN's choice (impl_info_str: "ref:any", "brgconv:avx512_core", ...) is its
+// reference implementation: correct but often 10-100x slower than its JIT kernels, so a
+// caller takes another form where one has a JIT kernel.
+bool is_reference_implementation(std::string_view impl_info);
 
 }  // namespace orchid

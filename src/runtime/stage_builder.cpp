@@ -6,6 +6,7 @@
 #include "ir/op_traits.hpp"
 #include "runtime/copy_kernels.hpp"
 #include "runtime/kernel_dataflow.hpp"
+#include "runtime/onednn_memory.hpp"
 #include "util/error.hpp"
 
 namespace orchid {
@@ -212,14 +213,14 @@ std::vector<Stage> StageBuilder::build(const PlannedKernel& pk) {
       }
     }
     const auto op = make_spatial_mean(engine_, graph_, n);
-    return op && op->implementation.rfind("ref", 0) != 0;
+    return op && !is_reference_implementation(op->implementation);
   };
   // A Transpose that is its kernel's only node runs as oneDNN's reorder, a blocked
   // transposition; a loop gathers it element by element (its offset tables as large).
   auto is_lone_transpose = [&](std::size_t i) {
     if (count != 1) return false;
     const auto op = make_transpose(engine_, graph_, graph_.nodes[pk.nodes[i]]);
-    return op && op->implementation.rfind("ref", 0) != 0;
+    return op && !is_reference_implementation(op->implementation);
   };
   while (pos < count) {
     if (is_pooled_mean(pos) || is_lone_transpose(pos)) {

@@ -39,8 +39,9 @@ namespace orchid {
 
 // Bump when the way kernels are timed in context changes so much that stored times
 // should be taken again (or the executor's way of running a kernel does: 2, as
-// kKernelTimerVersion 5; 3, as its 6; 4, as its 7; 5, as its 8; 6, as its 9; 7, as its 10).
-constexpr int kInContextVersion = 7;
+// kKernelTimerVersion 5; 3, as its 6; 4, as its 7; 5, as its 8; 6, as its 9; 7, as its 10;
+// 8, as its 11).
+constexpr int kInContextVersion = 8;
 
 struct InContextStats {
   std::size_t kernels = 0;     // distinct kernels of the last prepare()

@@ -239,18 +239,25 @@ bool usable_layout(const memory::desc& chosen, const memory::dims& dims) {
 }
 
 // Whether a convolution runs faster on oneDNN's blocked layouts than on NHWC with its AVX2
-// kernels: a dense one with a 3x3 or larger window, stride 1, 32 or more channels in and
-// out, on 32x32 pixels or more. Candy's residual convolutions (128 channels, 56x56):
-// 5.0 -> 4.2 ms each on nChw8c, its upsampling ones 11.0 -> 8.5 and 9.2 -> 8.2 ms; the
-// whole model on AVX2 118-120 -> 107-110 ms. Blocked layouts everywhere made other models
-// slower (SqueezeNet 1.1: 4.2 -> 5.6 ms, SegFormer-B0 113 -> 123, MobileNetV2 3.9 ->
-// 4.2: their concatenations, pooling and depthwise convolutions do better on NHWC).
+// kernels: a dense one with a 3x3 or larger window and 32 or more channels in and out,
+// strided, or at stride 1 on 32x32 pixels or more. oneDNN 2.6 alone, 2 threads, nChw8c
+// against NHWC on an AMD EPYC (Zen 3, AVX2 only): Candy's stride-2 convolutions 32->64 at
+// 226² 9.5-10.3 -> 3.8-4.6 ms and 64->128 at 114² 8.6-9.2 -> 3.8-4.0, ResNet-50's 128->128
+// at stride 2 (56² -> 28²) 5.3-5.8 -> 2.0-2.3, its 256 and 512 channel ones 10-15 % faster
+// (in the model, with the reorders their NHWC 1x1 neighbours then need: 3.4 / 2.6 / 3.4 ->
+// 2.0 / 2.0 / 2.2 ms); Candy's residual ones (128 channels, 58²) 14.8 -> 7.4-7.9 (on an
+// Intel Xeon masked to AVX2: 5.0 -> 4.2 ms, the whole model 118-120 -> 107-110 ms).
+// Blocked layouts for every convolution made other models slower (SqueezeNet 1.1: 4.2 ->
+// 5.6 ms, SegFormer-B0 113 -> 123, MobileNetV2 3.9 -> 4.2: their 1x1 and depthwise
+// convolutions, concatenations and pooling do better on NHWC); small stride-1 ones, alone
+// 5-18 % faster blocked, stay on NHWC beside them (SqueezeNet's 3x3 expands at 13² and
+// 27², concatenated with 1x1 ones, made the model slower blocked).
 bool blocked_is_faster_on_avx2(const memory::dims& src, const memory::dims& wei,
                                const memory::dims& dst, const memory::dims& strides) {
-  const bool unit_strides =
-      std::all_of(strides.begin(), strides.end(), [](memory::dim s) { return s == 1; });
-  return wei.size() == 4 && wei[2] * wei[3] >= 9 && unit_strides && src[1] >= 32 && dst[1] >= 32 &&
-         dst[2] * dst[3] >= 1024;
+  const bool strided =
+      std::any_of(strides.begin(), strides.end(), [](memory::dim s) { return s > 1; });
+  return wei.size() == 4 && wei[2] * wei[3] >= 9 && src[1] >= 32 && dst[1] >= 32 &&
+         (strided || dst[2] * dst[3] >= 1024);
 }
 
 // NHWC wherever oneDNN has more than its reference kernel for it, else the layouts it
